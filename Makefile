@@ -1,0 +1,54 @@
+# vllm-fleet developer entry points.  `make demo` and `make test` are the README's
+# two commands; both set up what they need on a fresh machine.
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_FORCE_COLOR ?= 0
+RELEASES ?= bookworm bullseye trixie
+SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+
+.PHONY: setup docker images demo demo-down test lint unit molecule clean
+
+# Control node: a venv with the pinned toolchain (pyproject.toml).
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q .
+	rm -rf build *.egg-info
+	touch $@
+
+setup: $(VENV)/.installed images
+
+docker:
+	$(PYTHON) tools/fleet.py daemon
+
+images: docker
+	$(PYTHON) tools/fleet.py image $(RELEASES)
+
+demo: setup
+	$(BIN)/python tools/demo.py
+
+demo-down:
+	$(PYTHON) tools/fleet.py down demo
+
+test: setup lint unit molecule
+
+lint: $(VENV)/.installed
+	$(BIN)/yamllint --strict .
+	$(BIN)/ansible-lint --profile production
+
+unit: $(VENV)/.installed
+	$(BIN)/pytest tests
+
+molecule: $(VENV)/.installed
+	@set -e; for s in $(SCENARIOS); do \
+	  start=$$(date +%s); \
+	  $(BIN)/molecule test -s $$s; \
+	  echo "molecule scenario $$s: $$(( $$(date +%s) - start ))s"; \
+	done
+
+clean: demo-down
+	rm -rf $(VENV)
