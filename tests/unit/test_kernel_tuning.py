@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_tuning import (TuningError, normalize_value, parse_thp, thp_apply,
+from ansible.module_utils.kernel_tuning import (TuningError, normalize_value, parse_thp, thp_apply,
                            thp_plan, validate_sysctl)
 
 DEFAULTS = {"net.core.somaxconn": 65535, "net.ipv4.tcp_max_syn_backlog": 65535,

@@ -1,0 +1,183 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plan a vLLM deployment: tensor parallelism, context, KV cache, concurrency."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: vllm_plan
+short_description: Plan vLLM's tensor parallelism, context length, KV cache and concurrency
+description:
+  - Computes, from a model's config.json and the GPUs (gathered by gpu_topology or declared in
+    the inventory), what vLLM will do - weights per GPU, KV-cache bytes per token, KV-cache
+    tokens, maximum concurrency at O(max_model_len) - and the flags to pass.
+  - Models Gemma 4's hybrid attention (sliding-window layers with their own KV heads and head
+    size, full layers with C(global_head_dim) and K=V) and dense models, with vLLM's own KV
+    grouping and page arithmetic. Formulas and the vLLM source files they follow are in
+    C(module_utils/vllm_planner.py).
+  - Fails, naming the parameter, when the model does not fit, when the tensor-parallel size does
+    not divide the attention heads or exceeds the GPU count, when a value is out of range, or
+    when operator flags are ones vLLM 0.33 does not have (C(--swap-space), C(--prometheus-port), ...).
+version_added: "0.1.0"
+author: vllm-fleet
+options:
+  model_config:
+    description: The model's config.json, as a dict or a path on the managed host.
+    type: raw
+    required: true
+  gpus:
+    description: GPUs with C(name), C(memory_total_bytes) and C(compute_capability).
+    type: list
+    elements: dict
+    default: []
+  nvlink_fully_connected:
+    description: Whether every GPU pair is NVLink/NVSwitch connected.
+    type: bool
+    default: false
+  max_model_len:
+    description: Context length in tokens, or C(auto) for the longest that fits.
+    type: raw
+    default: auto
+  tensor_parallel_size:
+    description: An integer, or C(auto) for the smallest that fits.
+    type: raw
+    default: auto
+  kv_cache_dtype:
+    description: KV cache data type.
+    type: str
+    default: auto
+    choices: [auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2]
+  gpu_memory_utilization:
+    description: Fraction of each GPU's memory vLLM may use (vLLM 0.33's default is 0.92).
+    type: float
+    default: 0.92
+  weight_bytes:
+    description: Exact weight size (from the pinned revision's safetensors metadata); estimated from the config when omitted.
+    type: int
+  block_size:
+    description: KV-cache block size in tokens; vLLM's default when omitted.
+    type: int
+  engine:
+    description: The vLLM build.
+    type: str
+    default: cuda
+    choices: [cuda, cpu, ascend]
+  cpu_kv_cache_bytes:
+    description: KV cache size of the cpu engine (C(VLLM_CPU_KVCACHE_SPACE)).
+    type: int
+  quantization:
+    description: An operator's C(--quantization); refused when it contradicts the checkpoint.
+    type: str
+  vllm_args:
+    description: Extra vLLM flags (name without C(--) to value), checked and merged into the plan.
+    type: dict
+    default: {}
+  vllm_env:
+    description: Extra environment for vLLM, checked for variables vLLM does not have.
+    type: dict
+    default: {}
+  variable_prefix:
+    description: Prefix for parameter names in error messages (a role passes its own, e.g. C(preflight_)).
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Plan Gemma-4-31B FP8-block on this host's GPUs
+  vllm_plan:
+    model_config: /var/lib/vllm/models/RedHatAI/gemma-4-31B-it-FP8-block/current/config.json
+    gpus: "{{ ansible_facts.gpu_topology.gpus }}"
+    nvlink_fully_connected: "{{ ansible_facts.gpu_topology.nvlink_fully_connected }}"
+    max_model_len: 32768
+  register: plan
+"""
+
+RETURN = r"""
+plan:
+  description: The plan.
+  returned: success
+  type: dict
+  sample:
+    tensor_parallel_size: 1
+    replicas: 1
+    max_model_len: 32768
+    parameters: 30696013824
+    weight_bytes_per_gpu: 32215400448
+    kv_bytes_per_token: 901120
+    kv_cache_tokens: 335123
+    max_concurrency: 10.23
+    vllm_args: {tensor-parallel-size: 1, max-model-len: 32768, gpu-memory-utilization: 0.92}
+    warnings: []
+"""
+
+import json
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.vllm_planner import PlanError, plan
+
+PARAMETERS = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
+              "nvlink_fully_connected", "weight_bytes", "block_size", "engine",
+              "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env")
+
+
+def auto_or_int(value, name):
+    if value in ("auto", None) or isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    raise PlanError("%s: %r is not a positive integer or 'auto'" % (name, value))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            model_config=dict(type="raw", required=True),
+            gpus=dict(type="list", elements="dict", default=[]),
+            nvlink_fully_connected=dict(type="bool", default=False),
+            max_model_len=dict(type="raw", default="auto"),
+            tensor_parallel_size=dict(type="raw", default="auto"),
+            kv_cache_dtype=dict(type="str", default="auto",
+                                choices=["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"]),
+            gpu_memory_utilization=dict(type="float", default=0.92),
+            weight_bytes=dict(type="int"),
+            block_size=dict(type="int"),
+            engine=dict(type="str", default="cuda", choices=["cuda", "cpu", "ascend"]),
+            cpu_kv_cache_bytes=dict(type="int"),
+            quantization=dict(type="str"),
+            vllm_args=dict(type="dict", default={}),
+            vllm_env=dict(type="dict", default={}),
+            variable_prefix=dict(type="str", default=""),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    config = params["model_config"]
+    if isinstance(config, str):
+        try:
+            with open(config) as handle:
+                config = json.load(handle)
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg="%smodel_config: cannot read %s: %s"
+                             % (params["variable_prefix"], config, exc))
+    kwargs = {name: params[name] for name in PARAMETERS}
+    try:
+        kwargs["max_model_len"] = auto_or_int(params["max_model_len"], "max_model_len")
+        kwargs["tensor_parallel_size"] = auto_or_int(params["tensor_parallel_size"],
+                                                     "tensor_parallel_size")
+        result = plan(config, params["gpus"], **kwargs)
+    except PlanError as exc:
+        module.fail_json(msg=re.sub(r"(^|; )([a-z_]+)(?=[=:\[])",
+                                    lambda m: m.group(1) + params["variable_prefix"] + m.group(2),
+                                    str(exc)))
+    module.exit_json(changed=False, plan=result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,502 @@
+"""Capacity planner: what vLLM will do with a model on a set of GPUs, before it runs.
+
+Plain Python, no Ansible imports; ``library/vllm_plan.py`` wraps it.
+
+The arithmetic follows vLLM's own code (paths inside the vLLM source tree):
+
+* KV cache per layer and page sizes -- ``vllm/v1/kv_cache_interface.py``
+  (``FullAttentionSpec.page_size_bytes = 2 * block_size * kv_heads * head_dim *
+  dtype_bytes``; ``max_memory_usage_bytes``: full layers reserve
+  ``cdiv(max_model_len, block_size)`` pages per request, sliding-window layers only
+  ``cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block_size) + 1``).
+* Hybrid models -- ``vllm/v1/core/kv_cache_utils.py``: page sizes are unified by
+  growing the block size of the layers with smaller pages
+  (``unify_kv_cache_spec_page_size``); layers are split into groups of
+  ``group_size`` layers (the smallest per-type layer count, or the largest when
+  they are within 1.5x, ``_get_kv_cache_groups_uniform_page_size``);
+  ``num_blocks = available // page_size // group_size`` (``get_num_blocks``) and
+  ``max_concurrency = num_blocks / cdiv(group_size * sum(max_memory_usage_bytes),
+  page_size * group_size)`` (``get_max_concurrency_for_kv_cache_config``). vLLM logs
+  ``KV cache size: int(concurrency * max_model_len) tokens``.
+* Per-GPU KV heads under tensor parallelism -- ``max(1, kv_heads // tp)``, and TP
+  must divide the attention heads; KV heads must divide by TP or TP by KV heads
+  (``vllm/model_executor/models/gemma4.py``, ``Gemma4Attention``).
+* Gemma 4 layer shapes -- sliding layers use ``head_dim`` and
+  ``num_key_value_heads``; full layers ``global_head_dim`` and, with
+  ``attention_k_eq_v``, ``num_global_key_value_heads``; K is loaded into both the K
+  and the V slot, so K=V layers still store K and V (``gemma4.py``). The last
+  ``num_kv_shared_layers`` layers reuse earlier caches and store none.
+* Batch defaults -- ``vllm/engine/arg_utils.py`` ``get_batch_defaults``: GPUs with
+  >= 70 GiB that are not A100s get max_num_batched_tokens 8192 and max_num_seqs
+  1024, others 2048 and 256.
+* Memory budget -- ``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``:
+  KV memory = total * gpu_memory_utilization - (weights + peak activation during
+  the profile run + non-torch memory such as cuBLAS workspaces and NCCL buffers).
+
+Assumptions (the parts vLLM measures at start-up; calibrated against real runs in
+tests/fixtures/calibration where recorded):
+
+* peak activation = the larger of the profile forward pass,
+  ``max_num_batched_tokens * (3 * intermediate / tp + 4 * hidden) * 2 bytes``, and
+  the sampler's float32 logits, ``max_num_seqs * vocab * 4 bytes``;
+* non-torch memory = 0.25 GiB, plus 0.5 GiB of NCCL buffers when tp > 1;
+* CUDA-graph memory comes out of the (1 - gpu_memory_utilization) headroom, not the KV pool.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ansible.module_utils.fp8 import how_vllm_runs, parse_cc
+from ansible.module_utils.vllm_args import check as check_operator_args
+
+GiB = 1024 ** 3
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
+ENGINES = ("cuda", "cpu", "ascend")
+DEFAULT_BLOCK_SIZE = {"cuda": 16, "ascend": 128, "cpu": 128}
+NON_TORCH_BYTES = GiB // 4
+NCCL_BYTES = GiB // 2
+
+
+class PlanError(ValueError):
+    """A setting that cannot work.  Each message (several are joined by '; ') starts
+    with the parameter it is about, e.g. ``max_model_len=300000 exceeds ...``."""
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Layer:
+    kind: str           # "full" or "sliding"
+    kv_heads: int
+    head_dim: int
+    window: int | None  # sliding window in tokens, None for full attention
+    shared: bool        # reuses an earlier layer's cache (num_kv_shared_layers)
+    k_eq_v: bool = False  # the checkpoint has no v_proj (vLLM still allocates one)
+
+
+@dataclass(frozen=True)
+class Shape:
+    layers: tuple[Layer, ...]
+    heads: int
+    hidden: int
+    intermediate: int
+    vocab: int
+    max_position: int
+    dtype: str
+    tied: bool
+    ple_params: int        # per-layer-embedding parameters (Gemma "PLE")
+    quantization: dict | None
+
+
+def text_config(config: dict) -> dict:
+    """Gemma4ForConditionalGeneration nests the language model under text_config."""
+    if "text_config" in config:
+        inner = dict(config["text_config"])
+        inner.setdefault("quantization_config", config.get("quantization_config"))
+        inner.setdefault("torch_dtype", config.get("torch_dtype"))
+        return inner
+    return config
+
+
+def model_shape(config: dict) -> Shape:
+    cfg = text_config(config)
+    try:
+        n_layers = int(cfg["num_hidden_layers"])
+        heads = int(cfg["num_attention_heads"])
+        hidden = int(cfg["hidden_size"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PlanError("model_config: config.json lacks %s" % exc) from None
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = int(cfg.get("head_dim") or hidden // heads)
+    types = cfg.get("layer_types") or ["full_attention"] * n_layers
+    if len(types) != n_layers:
+        raise PlanError("model_config: layer_types has %d entries for %d layers"
+                        % (len(types), n_layers))
+    per_layer = cfg.get("per_layer_config") or {}
+    shared_from = n_layers - int(cfg.get("num_kv_shared_layers") or 0)
+    layers = []
+    for i, layer_type in enumerate(types):
+        full = layer_type != "sliding_attention"
+        l_heads, l_dim = kv_heads, head_dim
+        if full:
+            l_dim = int(cfg.get("global_head_dim") or head_dim)
+            if cfg.get("attention_k_eq_v"):
+                l_heads = int(cfg.get("num_global_key_value_heads") or kv_heads)
+        override = per_layer.get("%02d" % i) or per_layer.get(str(i)) or {}
+        l_dim = int(override.get("head_dim", l_dim))
+        l_heads = int(override.get("num_key_value_heads", l_heads))
+        layers.append(Layer("full" if full else "sliding", l_heads, l_dim,
+                            None if full else int(cfg["sliding_window"]), i >= shared_from,
+                            full and bool(cfg.get("attention_k_eq_v"))))
+    ple = int(cfg.get("hidden_size_per_layer_input") or 0)
+    return Shape(
+        layers=tuple(layers), heads=heads, hidden=hidden,
+        intermediate=int(cfg.get("intermediate_size") or 4 * hidden),
+        vocab=int(cfg["vocab_size"]),
+        max_position=int(cfg.get("max_position_embeddings") or 0),
+        dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"),
+        tied=bool(cfg.get("tie_word_embeddings", True)),
+        ple_params=ple * n_layers * int(cfg.get("vocab_size_per_layer_input") or cfg["vocab_size"]),
+        quantization=cfg.get("quantization_config"),
+    )
+
+
+def linear_params(shape: Shape, allocated: bool = True) -> int:
+    """Parameters of the attention and MLP projections: as vLLM allocates them
+    (K=V layers get a V slot too), or as the checkpoint stores them."""
+    total = 0
+    for layer in shape.layers:
+        q_out = shape.heads * layer.head_dim
+        kv_out = layer.kv_heads * layer.head_dim
+        kv_slots = 1 if layer.k_eq_v and not allocated else 2
+        total += shape.hidden * (q_out + kv_slots * kv_out) + q_out * shape.hidden
+        total += 3 * shape.hidden * shape.intermediate
+    return total
+
+
+def embedding_params(shape: Shape) -> int:
+    return shape.vocab * shape.hidden * (1 if shape.tied else 2) + shape.ple_params
+
+
+def linear_bytes_per_param(shape: Shape) -> float:
+    """Bytes per projection weight for the checkpoint's quantization."""
+    quant = shape.quantization or {}
+    method = quant.get("quant_method")
+    if not method:
+        return DTYPE_BYTES.get(shape.dtype, 2)
+    if method == "fp8":
+        return 1.0
+    if method == "compressed-tensors":
+        bits = [g.get("weights", {}).get("num_bits", 16)
+                for g in (quant.get("config_groups") or {}).values()]
+        return max(bits or [16]) / 8.0
+    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
+        bits = int(quant.get("bits") or quant.get("w_bit") or 4)
+        group = int(quant.get("group_size") or quant.get("q_group_size") or 128)
+        # packed weights + one fp16 scale and one packed zero point per group
+        return bits / 8.0 + (2 + bits / 8.0) / group
+    raise PlanError("model_config: quantization method %r is not one the planner knows "
+                    "(fp8, compressed-tensors, awq, gptq); give weight_bytes" % method)
+
+
+def estimate_weight_bytes(shape: Shape) -> int:
+    dtype_bytes = DTYPE_BYTES.get(shape.dtype, 2)
+    return int(linear_params(shape) * linear_bytes_per_param(shape)
+               + embedding_params(shape) * dtype_bytes)
+
+
+def parameter_count(shape: Shape) -> int:
+    """Parameters in the checkpoint (norms aside)."""
+    return linear_params(shape, allocated=False) + embedding_params(shape)
+
+
+def kv_dtype_bytes(kv_cache_dtype: str, model_dtype: str) -> int:
+    if kv_cache_dtype.startswith("fp8"):
+        return 1
+    if kv_cache_dtype == "auto":
+        return DTYPE_BYTES.get(model_dtype, 2)
+    return DTYPE_BYTES[kv_cache_dtype]
+
+
+def kv_bytes_per_token(shape: Shape, dtype_bytes: int, tp: int = 1) -> int:
+    """K and V bytes one token occupies across all layers (per GPU under TP)."""
+    return sum(2 * max(1, layer.kv_heads // tp) * layer.head_dim * dtype_bytes
+               for layer in shape.layers if not layer.shared)
+
+
+@dataclass(frozen=True)
+class KVSpec:
+    kind: str
+    block_size: int
+    page_bytes: int
+    window: int | None
+
+    def max_memory_usage_bytes(self, max_model_len: int, batched_tokens: int) -> int:
+        if self.window is None:
+            return cdiv(max_model_len, self.block_size) * self.page_bytes
+        tokens = min(self.window - 1 + batched_tokens, max_model_len)
+        return (cdiv(tokens, self.block_size) + 1) * self.page_bytes
+
+
+def kv_groups(shape: Shape, tp: int, block_size: int, dtype_bytes: int) -> tuple[list[KVSpec], int]:
+    """The KV cache groups vLLM builds: (one spec per group, layers per group)."""
+    specs = [KVSpec(layer.kind, block_size,
+                    2 * block_size * max(1, layer.kv_heads // tp) * layer.head_dim * dtype_bytes,
+                    layer.window)
+             for layer in shape.layers if not layer.shared]
+    if len(set(specs)) == 1:            # uniform model: one group holding every layer
+        return [specs[0]], len(specs)
+    if len({s.window for s in specs}) == 1:
+        # one attention type, different sizes (UniformTypeKVCacheSpecs): one group,
+        # each layer its own tensor; express it as an average page.
+        page = sum(s.page_bytes for s in specs)
+        return [KVSpec(specs[0].kind, block_size, page, specs[0].window)], 1
+    largest = max(s.page_bytes for s in specs)
+    unified = []
+    for spec in specs:
+        if largest % spec.page_bytes:
+            raise PlanError("model_config: KV page sizes %d and %d cannot be unified "
+                            "(vLLM raises NotImplementedError)" % (largest, spec.page_bytes))
+        ratio = largest // spec.page_bytes
+        unified.append(KVSpec(spec.kind, spec.block_size * ratio, largest, spec.window))
+    counts: dict[KVSpec, int] = {}
+    for spec in unified:
+        counts[spec] = counts.get(spec, 0) + 1
+    group_size = min(counts.values())
+    if max(counts.values()) < group_size * 1.5:
+        group_size = max(counts.values())
+    groups = []
+    for spec, count in counts.items():
+        groups.extend([spec] * cdiv(count, group_size))
+    return groups, group_size
+
+
+def kv_capacity(groups: list[KVSpec], group_size: int, available: int, max_model_len: int,
+                batched_tokens: int) -> dict:
+    page = groups[0].page_bytes
+    num_blocks = max(0, available // page // group_size)
+    per_request = group_size * sum(g.max_memory_usage_bytes(max_model_len, batched_tokens)
+                                   for g in groups)
+    blocks_per_request = cdiv(per_request, page * group_size)
+    concurrency = num_blocks / blocks_per_request
+    return {"num_blocks": num_blocks, "bytes_per_request": per_request,
+            "blocks_per_request": blocks_per_request, "max_concurrency": concurrency,
+            "kv_cache_tokens": int(concurrency * max_model_len)}
+
+
+def batch_defaults(gpu: dict | None) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM picks for the API server."""
+    if gpu and gpu["memory_total_bytes"] >= 70 * GiB and "a100" not in gpu["name"].lower():
+        return 8192, 1024
+    return 2048, 256
+
+
+def activation_bytes(shape: Shape, tp: int, batched_tokens: int, max_seqs: int) -> int:
+    forward = batched_tokens * (3 * shape.intermediate // tp + 4 * shape.hidden) * 2
+    sampler = max_seqs * shape.vocab * 4
+    return max(forward, sampler)
+
+
+def _check_tp(tp, shape: Shape, gpus: list) -> None:
+    if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
+        raise PlanError("tensor_parallel_size: %r is not a positive integer or 'auto'" % (tp,))
+    if tp > len(gpus):
+        raise PlanError("tensor_parallel_size=%d exceeds the %d GPU(s) of this host"
+                        % (tp, len(gpus)))
+    if shape.heads % tp:
+        raise PlanError("tensor_parallel_size=%d does not divide the model's %d attention "
+                        "heads; use one of %s" % (tp, shape.heads, divisors(shape.heads, len(gpus))))
+    for heads in sorted({layer.kv_heads for layer in shape.layers}):
+        if (heads >= tp and heads % tp) or (heads < tp and tp % heads):
+            raise PlanError("tensor_parallel_size=%d and the model's %d KV heads: one must "
+                            "divide the other" % (tp, heads))
+
+
+def divisors(heads: int, limit: int) -> list[int]:
+    return [d for d in range(1, max(limit, 1) + 1) if heads % d == 0]
+
+
+def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_parallel_size="auto",
+         kv_cache_dtype: str = "auto", gpu_memory_utilization: float = 0.92,
+         nvlink_fully_connected: bool = False, weight_bytes: int | None = None,
+         block_size: int | None = None, engine: str = "cuda",
+         cpu_kv_cache_bytes: int | None = None, quantization: str | None = None,
+         vllm_args: dict | None = None, vllm_env: dict | None = None) -> dict:
+    """Plan one host.  Raises PlanError naming the parameter when it cannot work.
+
+    ``vllm_args``/``vllm_env`` are the operator's extra flags and environment; they
+    are checked (the seed guides' removed and fictitious settings are refused) and
+    merged into ``vllm_args`` of the plan.
+    """
+    problems, warnings = check_operator_args(vllm_args, vllm_env)
+    if problems:
+        raise PlanError("; ".join("%s[%r]: %s" % ("vllm_env" if key in (vllm_env or {}) else
+                                                    "vllm_args", key, reason)
+                                  for key, reason in problems))
+    if engine not in ENGINES:
+        raise PlanError("engine: %r is not one of %s" % (engine, ", ".join(ENGINES)))
+    if kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise PlanError("kv_cache_dtype: %r is not one of %s"
+                        % (kv_cache_dtype, ", ".join(KV_CACHE_DTYPES)))
+    if not 0 < float(gpu_memory_utilization) <= 1:
+        raise PlanError("gpu_memory_utilization=%s is out of range: 0 < value <= 1 "
+                        "(a fraction of each GPU's memory, not a percentage)"
+                        % gpu_memory_utilization)
+    shape = model_shape(model_config)
+    block = block_size or DEFAULT_BLOCK_SIZE[engine]
+    if block_size is not None and (block_size < 1 or (engine == "cuda" and block_size % 16)):
+        raise PlanError("block_size=%d: the CUDA attention backends take multiples of 16 "
+                        "(vLLM's default is 16)" % block_size)
+    if block_size and block_size > 256:
+        warnings.append("block_size=%d is far above vLLM's default (16); it is a KV paging "
+                        "granularity, not the FP8 'block' of FP8-block checkpoints" % block_size)
+    kv_bytes = kv_dtype_bytes(kv_cache_dtype, shape.dtype)
+    weights_total = int(weight_bytes) if weight_bytes else estimate_weight_bytes(shape)
+
+    if engine == "cpu":
+        if not cpu_kv_cache_bytes:
+            raise PlanError("cpu_kv_cache_bytes: the cpu engine needs the KV cache size "
+                            "(VLLM_CPU_KVCACHE_SPACE) to plan")
+        gpus, tp, available = [], 1, int(cpu_kv_cache_bytes)
+        batched, max_seqs = batch_defaults(None)
+        budget = non_kv = 0
+        quant = {"mode": shape.dtype, "quantization_flag": quantization}
+    else:
+        if not gpus:
+            raise PlanError("gpus: no accelerator found or declared for the %s engine" % engine)
+        quant = {"mode": shape.dtype, "quantization_flag": quantization}
+        names = {g["name"] for g in gpus}
+        if len(names) > 1:
+            warnings.append("mixed accelerators (%s): planned with the smallest memory"
+                            % ", ".join(sorted(names)))
+        smallest = min(gpus, key=lambda g: g["memory_total_bytes"])
+        batched, max_seqs = batch_defaults(smallest)
+        budget = int(smallest["memory_total_bytes"] * float(gpu_memory_utilization))
+        if engine == "cuda":
+            _check_capability(gpus, shape, kv_cache_dtype, warnings)
+            quant = _quantization(gpus, shape, quantization)
+
+        def available_for(tp_size: int) -> int:
+            return budget - non_kv_for(tp_size)
+
+        def non_kv_for(tp_size: int) -> int:
+            return (cdiv(weights_total, tp_size) + activation_bytes(shape, tp_size, batched, max_seqs)
+                    + NON_TORCH_BYTES + (NCCL_BYTES if tp_size > 1 else 0))
+
+        if tensor_parallel_size == "auto":
+            tp = _auto_tp(shape, gpus, available_for, block, kv_bytes,
+                          max_model_len, batched, weights_total)
+        else:
+            tp = tensor_parallel_size
+            _check_tp(tp, shape, gpus)
+        non_kv = non_kv_for(tp)
+        available = budget - non_kv
+        if available <= 0:
+            raise PlanError("tensor_parallel_size=%d: the model does not fit: %.1f GiB of weights "
+                            "per GPU plus %.1f GiB of activations leave no KV "
+                            "cache in %.1f GiB (gpu_memory_utilization=%s of %.1f GiB)"
+                            % (tp, cdiv(weights_total, tp) / GiB,
+                               (non_kv - cdiv(weights_total, tp)) / GiB, budget / GiB,
+                               gpu_memory_utilization, smallest["memory_total_bytes"] / GiB))
+        if tp > 1 and not nvlink_fully_connected:
+            warnings.append("tensor_parallel_size=%d over PCIe: all-reduce crosses PCIe; "
+                            "see the NCCL advice of gpu_topology" % tp)
+
+    groups, group_size = kv_groups(shape, tp, block, kv_bytes)
+    length = _resolve_max_model_len(max_model_len, shape, groups, group_size, available, batched)
+    capacity = kv_capacity(groups, group_size, available, length, batched)
+    if capacity["max_concurrency"] < 1:
+        fits = _longest_fitting(shape, groups, group_size, available, batched)
+        raise PlanError("max_model_len=%d does not fit: one request needs %.2f GiB of KV cache, "
+                        "%.2f GiB are available; the longest that fits is %d"
+                        % (length, capacity["bytes_per_request"] / GiB, available / GiB, fits))
+    args = {"tensor-parallel-size": tp, "max-model-len": length,
+            "gpu-memory-utilization": float(gpu_memory_utilization)}
+    if kv_cache_dtype != "auto":
+        args["kv-cache-dtype"] = kv_cache_dtype
+    if block_size:
+        args["block-size"] = block_size
+    if quant.get("quantization_flag"):
+        args["quantization"] = quant["quantization_flag"]
+    if engine == "cpu":
+        args.pop("gpu-memory-utilization")
+    args.update({flag_key.lstrip("-"): value for flag_key, value in (vllm_args or {}).items()})
+    return {
+        "engine": engine,
+        "tensor_parallel_size": tp,
+        "replicas": max(1, len(gpus) // tp) if gpus else 1,
+        "max_model_len": length,
+        "parameters": parameter_count(shape),
+        "weight_bytes": weights_total,
+        "weight_bytes_per_gpu": cdiv(weights_total, tp),
+        "non_kv_bytes_per_gpu": non_kv,
+        "kv_cache_bytes_per_gpu": available,
+        "kv_bytes_per_token": kv_bytes_per_token(shape, kv_bytes),
+        "kv_cache_tokens": capacity["kv_cache_tokens"],
+        "max_concurrency": round(capacity["max_concurrency"], 2),
+        "kv_blocks": capacity["num_blocks"],
+        "quantization": {k: quant[k] for k in ("scheme", "mode", "detail") if k in quant},
+        "block_size": block,
+        "max_num_batched_tokens": batched,
+        "max_num_seqs": max_seqs,
+        "vllm_args": args,
+        "warnings": warnings,
+    }
+
+
+def _check_capability(gpus: list, shape: Shape, kv_cache_dtype: str, warnings: list) -> None:
+    lowest = min(parse_cc(g["compute_capability"]) for g in gpus)
+    if lowest < (7, 0):
+        raise PlanError("gpus: compute capability %d.%d is below 7.0, which vLLM's CUDA build "
+                        "does not support" % lowest)
+    if shape.dtype == "bfloat16" and lowest < (8, 0) and not shape.quantization:
+        warnings.append("compute capability %d.%d has no bfloat16: vLLM falls back to float16"
+                        % lowest)
+    if kv_cache_dtype.startswith("fp8") and lowest < (8, 9):
+        warnings.append("kv_cache_dtype=%s on compute capability %d.%d: stored as FP8 but "
+                        "computed in 16-bit (no native FP8)" % ((kv_cache_dtype,) + lowest))
+
+
+def _quantization(gpus: list, shape: Shape, requested: str | None) -> dict:
+    """How vLLM runs the checkpoint on the weakest GPU; refuse what cannot run."""
+    weakest = min(gpus, key=lambda g: parse_cc(g["compute_capability"]))
+    result = how_vllm_runs(weakest["compute_capability"], shape.quantization, requested)
+    if not result["supported"]:
+        raise PlanError("quantization: %s" % result["error"])
+    return result
+
+
+def _auto_tp(shape, gpus, available_for, block, kv_bytes, max_model_len, batched,
+             weights_total) -> int:
+    """The smallest valid TP whose KV pool holds one request (more replicas beat
+    wider TP for throughput on one host)."""
+    reasons = []
+    for tp in divisors(shape.heads, len(gpus)):
+        try:
+            _check_tp(tp, shape, gpus)
+        except PlanError as exc:
+            reasons.append(str(exc))
+            continue
+        available = available_for(tp)
+        if available <= 0:
+            reasons.append("tp=%d: %.1f GiB of weights per GPU leave no KV cache"
+                           % (tp, cdiv(weights_total, tp) / GiB))
+            continue
+        groups, group_size = kv_groups(shape, tp, block, kv_bytes)
+        length = max_model_len if max_model_len != "auto" else min(shape.max_position, 8192)
+        if kv_capacity(groups, group_size, available, length, batched)["max_concurrency"] >= 1:
+            return tp
+        reasons.append("tp=%d: one request of %d tokens does not fit" % (tp, length))
+    raise PlanError("tensor_parallel_size=auto: the model does not fit on %d GPU(s) of %.1f GiB "
+                    "(%s)" % (len(gpus), min(g["memory_total_bytes"] for g in gpus) / GiB,
+                              "; ".join(reasons)))
+
+
+def _resolve_max_model_len(max_model_len, shape, groups, group_size, available, batched) -> int:
+    if max_model_len in ("auto", -1, None):
+        return _longest_fitting(shape, groups, group_size, available, batched) or 1
+    if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or max_model_len < 1:
+        raise PlanError("max_model_len: %r is not a positive integer or 'auto'" % (max_model_len,))
+    if shape.max_position and max_model_len > shape.max_position:
+        raise PlanError("max_model_len=%d exceeds the model's max_position_embeddings (%d)"
+                        % (max_model_len, shape.max_position))
+    return max_model_len
+
+
+def _longest_fitting(shape, groups, group_size, available, batched) -> int:
+    """Binary search like vLLM's estimate_max_model_len."""
+    def fits(length):
+        need = group_size * sum(g.max_memory_usage_bytes(length, batched) for g in groups)
+        return need <= available
+    low, high, best = 1, shape.max_position or 1 << 20, 0
+    while low <= high:
+        mid = (low + high) // 2
+        if fits(mid):
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    return best

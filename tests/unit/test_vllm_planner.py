@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.vllm_planner import (
+    GiB, PlanError, kv_bytes_per_token, kv_groups, model_shape, parameter_count, plan)
+
+MODELS = Path(__file__).resolve().parents[2] / "roles" / "preflight" / "files" / "models"
+H200 = {"name": "NVIDIA H200", "memory_total_bytes": 150754820096, "compute_capability": "9.0"}
+A100 = {"name": "NVIDIA A100 80GB PCIe", "memory_total_bytes": 85899345920, "compute_capability": "8.0"}
+L40S = {"name": "NVIDIA L40S", "memory_total_bytes": 48305799168, "compute_capability": "8.9"}
+RTX4090 = {"name": "NVIDIA GeForce RTX 4090", "memory_total_bytes": 25757220864, "compute_capability": "8.9"}
+LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+            "tie_word_embeddings": False}
+
+
+def model(name: str) -> dict:
+    return json.loads((MODELS / f"{name}.json").read_text())
+
+
+def test_gemma4_31b_shape():
+    shape = model_shape(model("gemma-4-31B-it"))
+    assert parameter_count(shape) == pytest.approx(30.70e9, rel=0.001)
+    kinds = [layer.kind for layer in shape.layers]
+    assert kinds.count("sliding") == 50 and kinds.count("full") == 10
+    full = next(layer for layer in shape.layers if layer.kind == "full")
+    sliding = next(layer for layer in shape.layers if layer.kind == "sliding")
+    assert (full.kv_heads, full.head_dim, full.window) == (4, 512, None)
+    assert (sliding.kv_heads, sliding.head_dim, sliding.window) == (16, 256, 1024)
+    # 50 x 2 x 16 x 256 x 2 B + 10 x 2 x 4 x 512 x 2 B (K=V layers still store K and V)
+    assert kv_bytes_per_token(shape, 2) == 50 * 16384 + 10 * 8192 == 901120
+    assert kv_bytes_per_token(shape, 1) == 450560
+
+
+def test_nested_text_config_is_read():
+    nested = {"architectures": ["Gemma4ForConditionalGeneration"],
+              "text_config": model("gemma-4-31B-it")}
+    assert parameter_count(model_shape(nested)) == parameter_count(model_shape(model("gemma-4-31B-it")))
+
+
+def test_hybrid_groups_follow_vllm():
+    """50 sliding + 10 full layers: pages unified (full layers get block 32), groups of 10."""
+    groups, group_size = kv_groups(model_shape(model("gemma-4-31B-it")), tp=1, block_size=16,
+                                   dtype_bytes=2)
+    assert group_size == 10 and len(groups) == 6
+    assert {g.page_bytes for g in groups} == {2 * 16 * 16 * 256 * 2}
+    assert sorted((g.kind, g.block_size) for g in set(groups)) == [("full", 32), ("sliding", 16)]
+
+
+def test_tp_replicates_kv_heads_beyond_their_count():
+    shape = model_shape(model("gemma-4-31B-it"))
+    # TP 8: sliding 16/8 = 2 heads, full layers 4 heads < 8 -> one (replicated) head per GPU
+    assert kv_bytes_per_token(shape, 2, tp=8) == 50 * 2 * 2 * 256 * 2 + 10 * 2 * 1 * 512 * 2
+
+
+def test_fp8_block_on_h200():
+    p = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768)
+    assert p["tensor_parallel_size"] == 1
+    assert p["weight_bytes_per_gpu"] == pytest.approx(32.2e9, rel=0.01)
+    assert p["quantization"]["mode"] == "fp8_native"
+    assert "quantization" not in p["vllm_args"]
+    assert p["vllm_args"] == {"tensor-parallel-size": 1, "max-model-len": 32768,
+                              "gpu-memory-utilization": 0.92}
+    assert (p["max_num_batched_tokens"], p["max_num_seqs"]) == (8192, 1024)
+    assert p["kv_cache_tokens"] == int(p["max_concurrency"] * 32768) or \
+        abs(p["kv_cache_tokens"] - p["max_concurrency"] * 32768) < 32768 * 0.01
+
+
+def test_fp8_kv_cache_doubles_capacity():
+    auto = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192)
+    fp8 = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, kv_cache_dtype="fp8")
+    assert fp8["kv_cache_tokens"] == pytest.approx(2 * auto["kv_cache_tokens"], rel=0.01)
+    assert fp8["vllm_args"]["kv-cache-dtype"] == "fp8"
+
+
+def test_sliding_layers_reserve_window_plus_batch_not_the_whole_context():
+    """Doubling the context costs the full layers only; the sliding layers' share stays."""
+    short = plan(model("gemma-4-31B-it"), [H200], max_model_len=16384)
+    long = plan(model("gemma-4-31B-it"), [H200], max_model_len=32768)
+    per_request_short = short["kv_cache_bytes_per_gpu"] / short["max_concurrency"]
+    per_request_long = long["kv_cache_bytes_per_gpu"] / long["max_concurrency"]
+    full_layers_extra = 10 * 16384 * 8192  # 10 full layers x 16384 more tokens x 8 KiB
+    assert per_request_long - per_request_short == pytest.approx(full_layers_extra, rel=0.02)
+
+
+def test_bf16_on_two_a100s_at_tp2():
+    p = plan(model("gemma-4-31B-it"), [A100, A100], tensor_parallel_size=2,
+             nvlink_fully_connected=True, max_model_len=32768)
+    assert p["weight_bytes_per_gpu"] == pytest.approx(61.6e9 / 2, rel=0.01)
+    assert (p["max_num_batched_tokens"], p["max_num_seqs"]) == (2048, 256)
+    assert p["quantization"]["mode"] == "bfloat16" and p["warnings"] == []
+
+
+def test_tp_over_pcie_warns():
+    p = plan(model("gemma-4-31B-it-FP8-block"), [L40S, L40S], tensor_parallel_size=2,
+             max_model_len=16384)
+    assert any("over PCIe" in w for w in p["warnings"])
+
+
+def test_auto_tp_picks_the_smallest_that_fits():
+    assert plan(model("gemma-4-31B-it"), [L40S, L40S], max_model_len=8192)["tensor_parallel_size"] == 2
+    p = plan(model("gemma-4-31B-it-FP8-block"), [H200] * 8, max_model_len=8192)
+    assert p["tensor_parallel_size"] == 1 and p["replicas"] == 8
+
+
+def test_awq_on_a_4090():
+    p = plan(model("gemma-4-31B-it-AWQ"), [RTX4090], max_model_len=4096)
+    assert p["quantization"]["mode"] == "int4_weight_only"
+    assert p["weight_bytes_per_gpu"] < 19e9 and p["max_concurrency"] >= 1
+
+
+def test_max_model_len_auto_is_the_longest_that_fits():
+    p = plan(model("gemma-4-31B-it-AWQ"), [RTX4090])
+    with pytest.raises(PlanError, match="does not fit"):
+        plan(model("gemma-4-31B-it-AWQ"), [RTX4090], max_model_len=p["max_model_len"] + 64)
+
+
+def test_dense_model_is_one_uniform_group():
+    shape = model_shape(LLAMA_8B)
+    assert kv_bytes_per_token(shape, 2) == 32 * 2 * 8 * 128 * 2
+    p = plan(LLAMA_8B, [L40S], max_model_len=8192)
+    assert p["kv_cache_tokens"] == pytest.approx(p["kv_blocks"] * 16, rel=0.001)
+
+
+@pytest.mark.parametrize("gpus,kwargs,message", [
+    ([RTX4090], {"max_model_len": 4096, "tensor_parallel_size": 1},
+     "tensor_parallel_size=1: the model does not fit: 57.4 GiB of weights per GPU"),
+    ([RTX4090], {"max_model_len": 4096}, "tensor_parallel_size=auto: the model does not fit on 1 GPU(s) "
+                                         "of 24.0 GiB (tp=1: 57.4 GiB of weights per GPU leave no KV cache"),
+    ([H200] * 4, {"tensor_parallel_size": 3}, "tensor_parallel_size=3 does not divide the model's 32 attention heads"),
+    ([H200], {"tensor_parallel_size": 2}, "tensor_parallel_size=2 exceeds the 1 GPU(s)"),
+    ([H200], {"max_model_len": 300000}, "max_model_len=300000 exceeds the model's max_position_embeddings (262144)"),
+    ([H200], {"gpu_memory_utilization": 92}, "gpu_memory_utilization=92 is out of range"),
+    ([H200], {"kv_cache_dtype": "int4"}, "kv_cache_dtype: 'int4' is not one of"),
+    ([H200], {"block_size": 24}, "block_size=24: the CUDA attention backends take multiples of 16"),
+    ([], {}, "gpus: no accelerator found or declared for the cuda engine"),
+    ([{"name": "Tesla P100", "memory_total_bytes": 17071734784, "compute_capability": "6.0"}], {},
+     "gpus: compute capability 6.0 is below 7.0"),
+])
+def test_impossible_settings_are_refused(gpus, kwargs, message):
+    with pytest.raises(PlanError) as err:
+        plan(model("gemma-4-31B-it"), gpus, **kwargs)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"quantization": "fp8"}, "quantization: --quantization fp8 contradicts the checkpoint's "
+                              "quantization_config (compressed-tensors)"),
+    ({"vllm_args": {"swap-space": 16}}, "vllm_args['swap-space']: --swap-space was removed"),
+    ({"vllm_args": {"prometheus_port": 9000}}, "--prometheus-port does not exist"),
+    ({"vllm_args": {"enable-request-id": True}}, "--enable-request-id-headers does"),
+    ({"vllm_args": {"tensor-parallel-size": 2}}, "--tensor-parallel-size is planned: set tensor_parallel_size"),
+    ({"vllm_env": {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}}, "use the attention-backend flag"),
+    ({"vllm_env": {"VLLM_DISABLE_LOG_STATS": "1"}}, "VLLM_DISABLE_LOG_STATS is not a vLLM variable"),
+])
+def test_seed_guide_mistakes_are_refused(kwargs, message):
+    with pytest.raises(PlanError) as err:
+        plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, **kwargs)
+    assert message in str(err.value)
+
+
+def test_large_block_size_and_log_stats_warn():
+    p = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, block_size=2048,
+             vllm_args={"disable-log-stats": True, "enforce-eager": True})
+    text = " ".join(p["warnings"])
+    assert "not the FP8 'block'" in text and "removes every vllm:* series" in text
+    assert "CUDA graphs off" in text
+    assert p["vllm_args"]["block-size"] == 2048 and p["vllm_args"]["disable-log-stats"] is True
+
+
+def test_online_fp8_for_an_unquantized_checkpoint():
+    p = plan(model("gemma-4-31B-it"), [L40S, L40S], max_model_len=8192, quantization="fp8",
+             tensor_parallel_size=2)
+    assert p["vllm_args"]["quantization"] == "fp8"
