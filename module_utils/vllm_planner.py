@@ -300,6 +300,25 @@ def divisors(heads: int, limit: int) -> list[int]:
     return [d for d in range(1, max(limit, 1) + 1) if heads % d == 0]
 
 
+def expand_gpus(gpus: list, engine: str = "cuda") -> list:
+    """Declared hardware may say ``{name: …, count: 8}`` for eight alike GPUs."""
+    expanded = []
+    for gpu in gpus or []:
+        for _ in range(int(gpu.get("count", 1))):
+            entry = {k: v for k, v in gpu.items() if k != "count"}
+            expanded.append(entry)
+    for position, gpu in enumerate(expanded):
+        needed = ("name", "memory_total_bytes") + (("compute_capability",) if engine == "cuda" else ())
+        missing = [k for k in needed if gpu.get(k) in (None, "")]
+        if missing:
+            raise PlanError("gpus: GPU %d lacks %s" % (position, ", ".join(missing)))
+        if gpu.get("mig_enabled"):
+            raise PlanError("gpus: GPU %d (%s) has MIG enabled; NVML's memory is the whole GPU, "
+                            "not a MIG instance: declare the instance's memory in the hardware "
+                            "profile, or disable MIG" % (position, gpu["name"]))
+    return expanded
+
+
 def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_parallel_size="auto",
          kv_cache_dtype: str = "auto", gpu_memory_utilization: float = 0.92,
          nvlink_fully_connected: bool = False, weight_bytes: int | None = None,
@@ -327,6 +346,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
                         "(a fraction of each GPU's memory, not a percentage)"
                         % gpu_memory_utilization)
     shape = model_shape(model_config)
+    gpus = expand_gpus(gpus, engine) if engine != "cpu" else []
     block = block_size or DEFAULT_BLOCK_SIZE[engine]
     if block_size is not None and (block_size < 1 or (engine == "cuda" and block_size % 16)):
         raise PlanError("block_size=%d: the CUDA attention backends take multiples of 16 "

@@ -119,6 +119,11 @@ def test_max_model_len_auto_is_the_longest_that_fits():
         plan(model("gemma-4-31B-it-AWQ"), [RTX4090], max_model_len=p["max_model_len"] + 64)
 
 
+def test_declared_gpu_count_expands():
+    p = plan(model("gemma-4-31B-it-FP8-block"), [dict(H200, count=8)], max_model_len=8192)
+    assert p["replicas"] == 8
+
+
 def test_dense_model_is_one_uniform_group():
     shape = model_shape(LLAMA_8B)
     assert kv_bytes_per_token(shape, 2) == 32 * 2 * 8 * 128 * 2
@@ -140,6 +145,8 @@ def test_dense_model_is_one_uniform_group():
     ([], {}, "gpus: no accelerator found or declared for the cuda engine"),
     ([{"name": "Tesla P100", "memory_total_bytes": 17071734784, "compute_capability": "6.0"}], {},
      "gpus: compute capability 6.0 is below 7.0"),
+    ([dict(A100, mig_enabled=True)], {}, "gpus: GPU 0 (NVIDIA A100 80GB PCIe) has MIG enabled"),
+    ([{"name": "NVIDIA H200", "count": 2}], {}, "gpus: GPU 0 lacks memory_total_bytes, compute_capability"),
 ])
 def test_impossible_settings_are_refused(gpus, kwargs, message):
     with pytest.raises(PlanError) as err:

@@ -1,0 +1,66 @@
+"""playbooks/preflight.yml on the example inventories: the hardware profiles are
+planned, the invalid settings refused with the variable named, nothing changed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REFUSALS = {
+    "tp-does-not-divide-heads": "preflight_tensor_parallel_size=3 does not divide the model's 32 attention heads",
+    "bf16-on-a-4090": "preflight_tensor_parallel_size=auto: the model does not fit on 1 GPU(s) of 24.0 GiB",
+    "seed-swap-space": "preflight_vllm_args['swap-space']: --swap-space was removed from vLLM",
+    "seed-prometheus-port": "preflight_vllm_args['prometheus-port']: --prometheus-port does not exist",
+    "seed-quantization-fp8-on-fp8-block": "preflight_quantization: --quantization fp8 contradicts",
+    "seed-fictitious-env": "preflight_vllm_env['VLLM_USE_RoPE_KERNEL']: VLLM_USE_RoPE_KERNEL is not a vLLM variable",
+    "context-beyond-the-model": "preflight_max_model_len=300000 exceeds the model's max_position_embeddings",
+    "utilization-as-percent": "preflight_gpu_memory_utilization=92.0 is out of range",
+    "kv-dtype-unknown": "value of preflight_kv_cache_dtype must be one of: auto, bfloat16, float16, fp8",
+}
+
+
+def report(run, host: str) -> dict:
+    recorded = next(r for n, r in run.host_results(host) if n == "Record this host's row of the fleet table")
+    return recorded["ansible_facts"]["preflight_report"]
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check-mode"])
+def test_every_profile_is_planned(playbook, check):
+    run = playbook("preflight.yml", ROOT / "inventories" / "example", check=check)
+    assert run.rc == 0, run.stderr
+    assert run.changed() == 0
+    hosts = ["h200-fp8", "h100-fp8", "l40s-fp8-tp2", "a100-bf16-tp2", "rtx4090-awq", "ascend-910b", "cpu-demo"]
+    table = next(r["msg"] for n, r in run.host_results("h200-fp8") if n == "Print the fleet's plan")
+    assert {line.split()[0] for line in table.splitlines()[1:8]} == set(hosts)
+    plans = {host: report(run, host)["plan"] for host in hosts}
+    assert {h: (p["quantization"].get("mode", p["engine"]), p["tensor_parallel_size"]) for h, p in plans.items()} == {
+        "h200-fp8": ("fp8_native", 1), "h100-fp8": ("fp8_native", 1), "l40s-fp8-tp2": ("fp8_native", 2),
+        "a100-bf16-tp2": ("bfloat16", 2), "rtx4090-awq": ("int4_weight_only", 1),
+        "ascend-910b": ("bfloat16", 4), "cpu-demo": ("bfloat16", 1)}
+    assert plans["cpu-demo"]["kv_cache_tokens"] == 1016800
+    assert plans["h200-fp8"]["vllm_args"] == {"tensor-parallel-size": 1, "max-model-len": 32768,
+                                              "gpu-memory-utilization": 0.92}
+    assert plans["rtx4090-awq"]["vllm_args"]["kv-cache-dtype"] == "fp8"
+    assert all(report(run, h)["source"] == "declared" for h in hosts)
+
+
+def test_invalid_settings_are_refused_by_name(playbook):
+    run = playbook("preflight.yml", ROOT / "inventories" / "example-invalid")
+    assert run.rc != 0
+    assert run.changed() == 0
+    for host, message in REFUSALS.items():
+        _task, text = run.failure(host)
+        assert message in text, (host, text)
+
+
+def test_plan_is_published_for_later_roles(playbook, localhost_inventory):
+    run = playbook("preflight.yml", localhost_inventory,
+                   {"vllm_fleet_engine": "cpu", "preflight_model": "tiny-gemma4",
+                    "preflight_max_model_len": 1024})
+    assert run.rc == 0, run.stderr
+    recorded = next(r for n, r in run.host_results("localhost")
+                    if n == "Record the plan for the roles that follow")
+    plan = recorded["ansible_facts"]["preflight_plan"]
+    assert plan["kv_cache_tokens"] == 1016800 and plan["vllm_args"]["max-model-len"] == 1024
