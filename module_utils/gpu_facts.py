@@ -133,10 +133,11 @@ def build_facts(snap: dict) -> dict:
                 "reason": snap.get("error") or "NVML reports no GPU"}
     bus_to_index = {d["pci_bus_id"].lower(): d["index"] for d in devices
                     if isinstance(d.get("pci_bus_id"), str)}
-    gpus, switch_linked = [], set()
+    gpus, switch_linked, active_links = [], set(), {}
     direct: dict[tuple, int] = {}
     for dev in devices:
         active = [link for link in dev.get("nvlink", []) if link.get("state")]
+        active_links[dev["index"]] = len(active)
         for link in active:
             remote = str(link.get("remote_pci", "")).lower()
             if link.get("remote_type") == NVLINK_DEVICE_SWITCH or (
@@ -168,7 +169,9 @@ def build_facts(snap: dict) -> dict:
         if count:
             link = "nvlink"
         elif a in switch_linked and b in switch_linked:
-            link = "nvswitch"
+            # through the switch a pair can use as many links as the lesser GPU has;
+            # nvidia-smi topo -m shows the same figure (NV18 on HGX H100/H200)
+            link, count = "nvswitch", min(active_links[a], active_links[b])
         else:
             link = "pcie"
         ancestor, p2p = pair.get("common_ancestor"), pair.get("p2p_read")
