@@ -22,6 +22,12 @@ options:
     type: list
     elements: path
     default: []
+  find_pythons:
+    description:
+      - Also list the CPython 3 interpreters in C(/usr/bin), C(/usr/local/bin) and
+        C(/opt/vllm/python/bin) with their versions and whether they can create a venv.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -48,6 +54,7 @@ ansible_facts:
       type: dict
       sample:
         glibc_version: "2.36"
+        pip_platforms: [manylinux_2_36_x86_64, "...", manylinux2014_x86_64, linux_x86_64]
         python_version: "3.11.2"
         python_executable: /usr/bin/python3
         machine: x86_64
@@ -56,6 +63,8 @@ ansible_facts:
             measured_at: /var/lib
             free_bytes: 85899345920
             total_bytes: 107374182400
+        pythons:
+          - {path: /usr/bin/python3.11, version: "3.11.2", venv: true}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -64,11 +73,13 @@ from ansible.module_utils.host_runtime import runtime_facts
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(disk_paths=dict(type="list", elements="path", default=[])),
+        argument_spec=dict(disk_paths=dict(type="list", elements="path", default=[]),
+                           find_pythons=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
     module.exit_json(changed=False,
-                     ansible_facts={"host_runtime": runtime_facts(module.params["disk_paths"])})
+                     ansible_facts={"host_runtime": runtime_facts(module.params["disk_paths"],
+                                                                  module.params["find_pythons"])})
 
 
 if __name__ == "__main__":

@@ -20,3 +20,30 @@ def test_module_sets_facts(run_module, tmp_path):
     facts = run_module("host_runtime_facts", {"disk_paths": [str(tmp_path / "x")]})["ansible_facts"]
     assert facts["host_runtime"]["disk"][0]["measured_at"] == str(tmp_path)
     assert facts["host_runtime"]["python_version"].count(".") == 2
+
+
+def test_find_pythons_reports_version_and_venv_support(tmp_path):
+    import sys
+
+    from ansible.module_utils.host_runtime import find_pythons
+
+    link = tmp_path / "python3.11"
+    link.symlink_to(sys.executable)
+    (tmp_path / "python3-config").write_text("#!/bin/sh\n")
+    (found,) = find_pythons([str(tmp_path / "python3*")])
+    assert found["path"] == str(link)
+    assert found["version"].startswith("%d.%d." % sys.version_info[:2]) and found["venv"] is True
+
+
+def test_wheel_compat_module_refuses_with_the_reason(run_module):
+    result = run_module("wheel_compat", {
+        "wheels": ["/srv/wh/vllm-0.20.0-cp38-abi3-manylinux_2_35_x86_64.whl",
+                   "transformers-5.19.0-py3-none-any.whl"],
+        "python_version": "3.11", "glibc_version": "2.31", "machine": "x86_64",
+        "variable": "vllm_runtime_wheelhouse"})
+    assert result["failed"]
+    assert result["msg"] == ("vllm_runtime_wheelhouse: 1 wheel(s) cannot install on this host "
+                             "(Python 3.11, glibc 2.31, x86_64): "
+                             "vllm-0.20.0-cp38-abi3-manylinux_2_35_x86_64.whl needs glibc 2.35, host has 2.31")
+    ok = run_module("wheel_compat", {"wheels": ["transformers-5.19.0-py3-none-any.whl"]})
+    assert ok["wheels"][0]["compatible"] and ok["host"]["machine"]
