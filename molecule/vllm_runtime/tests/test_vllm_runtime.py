@@ -25,4 +25,4 @@ def test_the_cpu_torch_and_not_the_breaking_extras(host):
 
 
 def test_wheelhouse_copy_is_gone(host):
-    assert not host.file("/opt/vllm/wheelhouse/cpu-0.32.0").exists
+    assert not host.file("/opt/vllm/cpu-0.32.0.wheelhouse").exists
