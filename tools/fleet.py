@@ -33,6 +33,8 @@ PACKAGES = (
 )
 MIRROR = os.environ.get("VLLM_FLEET_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 IMAGE_REPO = "vllm-fleet/debian"
+# A user-defined bridge: containers reach each other by name (the default bridge has no DNS).
+NETWORK = "vllm-fleet"
 LABEL = "org.vllm-fleet.recipe"
 
 # The capability set that boots systemd on these machines (--privileged does not:
@@ -157,8 +159,14 @@ def parse_hosts(spec: str, default_release: str) -> list[tuple[str, str]]:
     return hosts
 
 
+def ensure_network() -> None:
+    if run("docker", "network", "inspect", NETWORK, check=False, capture=True).returncode != 0:
+        run("docker", "network", "create", NETWORK, capture=True)
+
+
 def up(fleet: str, hosts: list[tuple[str, str]]) -> None:
     ensure_daemon()
+    ensure_network()
     for release in sorted({release for _name, release in hosts}):
         build_image(release)
     for host, release in hosts:
@@ -171,7 +179,7 @@ def up(fleet: str, hosts: list[tuple[str, str]]) -> None:
         if state.returncode == 0:
             run("docker", "start", name, capture=True)
         else:
-            run("docker", "run", "-d", "--name", name, "--hostname", name,
+            run("docker", "run", "-d", "--name", name, "--hostname", name, "--network", NETWORK,
                 "--label", f"org.vllm-fleet.fleet={fleet}", *RUN_OPTIONS,
                 image_name(release), capture=True)
         log(f"{name} started ({release})")

@@ -1,0 +1,106 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Check a model revision on a Hugging Face hub or mirror before anything is installed."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: hf_revision
+short_description: Check a model revision on a Hugging Face hub or fleet mirror, changing nothing
+description:
+  - Asks the hub (C(GET /api/models/REPO/revision/REV), C(HEAD /REPO/resolve/SHA/FILE)) for the
+    commit sha and, per file, the size and etag the download will be verified against.
+  - Refuses a branch or tag name unless O(allow_floating), in which case it is resolved to a sha.
+  - An unknown repository or revision, a refused token or an unreachable hub fail with a message
+    naming the variable to fix. Uses the Python standard library only, so it runs before any
+    package is installed on the host.
+version_added: "0.1.0"
+author: vllm-fleet
+options:
+  repo:
+    description: C(org/name) of the model.
+    type: str
+    required: true
+  revision:
+    description: A 40-hex commit sha (or, with O(allow_floating), a branch or tag).
+    type: str
+    required: true
+  allow_floating:
+    description: Accept a branch or tag name and resolve it to a sha.
+    type: bool
+    default: false
+  endpoint:
+    description: The hub or fleet mirror; empty for huggingface.co.
+    type: str
+    default: ""
+  token:
+    description: Access token for gated or private repositories.
+    type: str
+    default: ""
+  allow_patterns:
+    description: Only files matching one of these glob patterns.
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Check the pinned revision on the fleet mirror
+  hf_revision:
+    repo: demo/tiny-gemma4
+    revision: 6b30899999e079f0aa0e6ed629ebcaf6de0dae99
+    endpoint: http://mirror:8090
+  register: model_revision
+"""
+
+RETURN = r"""
+sha:
+  description: The commit sha.
+  returned: success
+  type: str
+files:
+  description: Files with the size and etag the download is verified against.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"name": "model.safetensors", "size": 683780, "etag": "f3b59aec423d53b30f8b86865c494d199b35d8c7"}]
+bytes:
+  description: Total size of the files.
+  returned: success
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.hf_hub_check import ModelError, check_revision_format, revision_info
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            repo=dict(type="str", required=True),
+            revision=dict(type="str", required=True),
+            allow_floating=dict(type="bool", default=False),
+            endpoint=dict(type="str", default=""),
+            token=dict(type="str", default="", no_log=True),
+            allow_patterns=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        check_revision_format(params["revision"], params["allow_floating"])
+        info = revision_info(params["endpoint"], params["repo"], params["revision"],
+                             params["token"], params["allow_patterns"])
+    except ModelError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **info)
+
+
+if __name__ == "__main__":
+    main()

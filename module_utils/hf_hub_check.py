@@ -1,0 +1,108 @@
+"""Ask a Hugging Face hub (or a fleet mirror) about a model revision, with the standard
+library only, so the answer is known before anything is installed on the host.
+
+API (huggingface_hub's own calls): ``GET {endpoint}/api/models/{repo}/revision/{rev}``
+gives the commit ``sha`` and ``siblings``; ``HEAD {endpoint}/{repo}/resolve/{sha}/{file}``
+gives the size and the etag (``X-Linked-Etag``/``X-Linked-Size`` for LFS files: their
+sha256; otherwise the git blob sha1).
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+DEFAULT_ENDPOINT = "https://huggingface.co"
+
+
+class ModelError(Exception):
+    """A problem with one of the role's variables; str() names it."""
+
+    def __init__(self, variable: str, message: str):
+        super().__init__("%s: %s" % (variable, message))
+        self.variable = variable
+
+
+def check_revision_format(revision: str, allow_floating: bool) -> None:
+    if not revision:
+        raise ModelError("vllm_model_revision", "is empty; pin a 40-hex commit sha")
+    if not SHA_RE.match(revision) and not allow_floating:
+        raise ModelError("vllm_model_revision", (
+            "%r is a branch, tag or short sha, so what the fleet serves could change under it; "
+            "pin the full 40-hex commit sha, or set vllm_model_allow_floating_revision: true to "
+            "resolve it to a sha now" % revision))
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Keep the first answer: the hub puts X-Linked-Etag/X-Linked-Size of LFS files on
+    the 302 to its CDN, not on the CDN's answer."""
+
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def _request(url: str, token: str, method: str = "GET"):
+    request = urllib.request.Request(url, method=method)
+    request.add_header("User-Agent", "vllm-fleet")
+    if token:
+        request.add_header("Authorization", "Bearer %s" % token)
+    return _OPENER.open(request, timeout=30)
+
+
+def _fail(exc, endpoint: str, repo: str, revision: str) -> ModelError:
+    where = "%s@%s at %s" % (repo, revision, endpoint)
+    if isinstance(exc, urllib.error.HTTPError):
+        code, reason = exc.code, exc.headers.get("X-Error-Code", "") or exc.reason
+        if code in (401, 403) and "RevisionNotFound" not in reason:
+            return ModelError("vllm_model_token", "the hub refused access to %s (%d %s): the token is "
+                              "missing, wrong or lacks access to this repository" % (where, code, reason))
+        if code == 404 and "RevisionNotFound" in reason:
+            return ModelError("vllm_model_revision", "%s does not exist in %s (%d)" % (revision, repo, code))
+        if code == 404:
+            return ModelError("vllm_model_repo", "%s was not found at %s (%d %s)" % (repo, endpoint, code, reason))
+        return ModelError("vllm_model_revision", "the hub could not serve %s (%d %s); check that the "
+                          "revision exists in the repository" % (where, code, reason))
+    return ModelError("vllm_model_hf_endpoint", "cannot read %s: %s" % (where, getattr(exc, "reason", exc)))
+
+
+def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
+                  allow_patterns: list | None = None) -> dict:
+    """``{"sha", "files": [{"name", "size", "etag"}], "bytes"}`` or ModelError."""
+    endpoint = (endpoint or DEFAULT_ENDPOINT).rstrip("/")
+    quoted = urllib.parse.quote(revision, safe="")
+    try:
+        with _request("%s/api/models/%s/revision/%s" % (endpoint, repo, quoted), token) as answer:
+            info = json.load(answer)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise _fail(exc, endpoint, repo, revision) from None
+    sha = info.get("sha") or ""
+    if not SHA_RE.match(sha):
+        raise ModelError("vllm_model_revision", "the hub gave no commit sha for %s@%s" % (repo, revision))
+    names = [s["rfilename"] for s in info.get("siblings", [])
+             if not allow_patterns or any(fnmatch.fnmatch(s["rfilename"], p) for p in allow_patterns)]
+    if not names:
+        raise ModelError("vllm_model_allow_patterns", "no file of %s@%s matches %s"
+                         % (repo, sha, allow_patterns))
+    files = []
+    for name in names:
+        url = "%s/%s/resolve/%s/%s" % (endpoint, repo, sha, urllib.parse.quote(name))
+        try:
+            with _request(url, token, "HEAD") as answer:
+                headers = answer.headers
+        except urllib.error.HTTPError as exc:
+            if exc.code not in (301, 302, 303, 307, 308):
+                raise _fail(exc, endpoint, repo, sha) from None
+            headers = exc.headers
+        except (urllib.error.URLError, OSError) as exc:
+            raise _fail(exc, endpoint, repo, sha) from None
+        etag = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").strip('"').replace("W/", "")
+        size = headers.get("X-Linked-Size") or headers.get("Content-Length")
+        files.append({"name": name, "size": int(size) if size else None, "etag": etag.strip('"')})
+    return {"sha": sha, "files": files, "bytes": sum(f["size"] or 0 for f in files)}

@@ -1,0 +1,118 @@
+"""hf_revision and hf_snapshot against a real olah mirror on loopback, serving the
+project's tiny Gemma-4 model from a git repository at a pinned commit."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import huggingface_hub
+import pytest
+from ansible.module_utils.hf_hub_check import ModelError, check_revision_format, revision_info
+from ansible.module_utils.hf_snapshot import MARKER, fetch, layout
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests" / "fixtures" / "models" / "tiny-gemma4"
+REPO = "demo/tiny-gemma4"
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    base = tmp_path_factory.mktemp("olah")
+    repo = base / "mirrors" / "models" / REPO
+    shutil.copytree(TINY, repo)
+    env = dict(os.environ, **GIT_ENV)
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "tiny"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env)
+    sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, text=True,
+                         capture_output=True).stdout.strip()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (base / "olah.toml").write_text(
+        f'[basic]\nhost = "127.0.0.1"\nport = {port}\nmirror-netloc = "127.0.0.1:{port}"\n'
+        f'mirror-lfs-netloc = "127.0.0.1:{port}"\nrepos-path = "{base}/cache"\n'
+        f'mirrors-path = ["{base}/mirrors"]\n[accessibility]\noffline = true\n')
+    server = subprocess.Popen([str(Path(sys.executable).with_name("olah-cli")), "-c", "olah.toml"],
+                              cwd=base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(60):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.5)
+    yield {"endpoint": endpoint, "sha": sha}
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def test_revision_info_lists_files_with_sizes_and_git_blob_etags(mirror):
+    info = revision_info(mirror["endpoint"], REPO, mirror["sha"])
+    assert info["sha"] == mirror["sha"]
+    files = {f["name"]: f for f in info["files"]}
+    assert set(files) == {p.name for p in TINY.iterdir()}
+    assert files["model.safetensors"]["size"] == (TINY / "model.safetensors").stat().st_size
+    blob = subprocess.run(["git", "hash-object", str(TINY / "model.safetensors")], text=True,
+                          capture_output=True, check=True).stdout.strip()
+    assert files["model.safetensors"]["etag"] == blob
+
+
+@pytest.mark.parametrize("revision", ["main", "6b30899"])
+def test_floating_revisions_are_refused(revision):
+    with pytest.raises(ModelError, match="vllm_model_revision: .* pin the full 40-hex commit sha"):
+        check_revision_format(revision, allow_floating=False)
+    check_revision_format(revision, allow_floating=True)
+
+
+def test_floating_revision_resolves_to_the_sha(mirror):
+    assert revision_info(mirror["endpoint"], REPO, "main")["sha"] == mirror["sha"]
+
+
+def test_unknown_revision_repo_and_endpoint(mirror):
+    with pytest.raises(ModelError, match=r"^vllm_model_revision: the hub could not serve"):
+        revision_info(mirror["endpoint"], REPO, "0" * 40)
+    with pytest.raises(ModelError, match=r"^vllm_model_(repo|hf_endpoint): "):
+        revision_info(mirror["endpoint"], "demo/no-such-model", mirror["sha"])
+    with pytest.raises(ModelError, match=r"^vllm_model_hf_endpoint: cannot read"):
+        revision_info("http://127.0.0.1:9", REPO, mirror["sha"])
+
+
+def test_fetch_verifies_then_switches_and_never_downloads_twice(mirror, tmp_path):
+    info = revision_info(mirror["endpoint"], REPO, mirror["sha"])
+    assert fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", [], True)["changed"]
+    assert not (tmp_path / "demo").exists()  # check mode wrote nothing
+    first = fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", [], False)
+    paths = layout(str(tmp_path), REPO, mirror["sha"])
+    assert first["changed"] and first["downloaded"]
+    assert os.readlink(paths["current"]) == mirror["sha"] and (Path(paths["target"]) / MARKER).is_file()
+    assert not Path(paths["staging"]).exists() and not (Path(paths["target"]) / ".cache").exists()
+    assert (Path(paths["target"]) / "model.safetensors").read_bytes() == (TINY / "model.safetensors").read_bytes()
+    again = fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", [], False)
+    assert not again["changed"] and not again["downloaded"]
+
+
+def test_an_interrupted_download_resumes_and_is_verified(mirror, tmp_path):
+    """What a killed download leaves: a staging folder with a torn file, no marker, no link."""
+    info = revision_info(mirror["endpoint"], REPO, mirror["sha"])
+    paths = layout(str(tmp_path), REPO, mirror["sha"])
+    os.makedirs(paths["staging"])
+    torn = (TINY / "model.safetensors").read_bytes()[:100000]
+    Path(paths["staging"], "model.safetensors").write_bytes(torn)
+    result = fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", [], False)
+    assert result["downloaded"]
+    assert (Path(paths["target"]) / "model.safetensors").read_bytes() == (TINY / "model.safetensors").read_bytes()
+    assert os.readlink(paths["current"]) == mirror["sha"]
+
+
+def test_hf_revision_module(run_module, mirror):
+    ok = run_module("hf_revision", {"repo": REPO, "revision": mirror["sha"], "endpoint": mirror["endpoint"]})
+    assert ok["sha"] == mirror["sha"] and ok["bytes"] > 680000
+    bad = run_module("hf_revision", {"repo": REPO, "revision": "main", "endpoint": mirror["endpoint"]})
+    assert bad["failed"] and bad["msg"].startswith("vllm_model_revision: 'main' is a branch")
