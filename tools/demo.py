@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEET = "demo"
-HOSTS = "node1,node2"
+HOSTS = "mirror,node1,node2"
 
 
 def stage(name: str, argv: list[str], timings: list[tuple[str, float]]) -> None:
