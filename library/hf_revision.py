@@ -18,10 +18,6 @@ description:
 version_added: "0.1.0"
 author: vllm-fleet
 options:
-  repo:
-    description: C(org/name) of the model.
-    type: str
-    required: true
   revision:
     description: A 40-hex commit sha (or, with O(allow_floating), a branch or tag).
     type: str
@@ -30,19 +26,8 @@ options:
     description: Accept a branch or tag name and resolve it to a sha.
     type: bool
     default: false
-  endpoint:
-    description: The hub or fleet mirror; empty for huggingface.co.
-    type: str
-    default: ""
-  token:
-    description: Access token for gated or private repositories.
-    type: str
-    default: ""
-  allow_patterns:
-    description: Only files matching one of these glob patterns.
-    type: list
-    elements: str
-    default: []
+extends_documentation_fragment:
+  - hf_hub
 attributes:
   check_mode:
     support: full

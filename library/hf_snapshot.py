@@ -22,10 +22,6 @@ requirements:
   - huggingface_hub
   - tokenizers
 options:
-  repo:
-    description: C(org/name) of the model.
-    type: str
-    required: true
   revision_info:
     description: What hf_revision returned (C(sha), C(files), C(bytes)).
     type: dict
@@ -34,19 +30,8 @@ options:
     description: Where models live.
     type: path
     default: /var/lib/vllm/models
-  endpoint:
-    description: The hub or fleet mirror; empty for huggingface.co.
-    type: str
-    default: ""
-  token:
-    description: Access token.
-    type: str
-    default: ""
-  allow_patterns:
-    description: Only files matching one of these glob patterns.
-    type: list
-    elements: str
-    default: []
+extends_documentation_fragment:
+  - hf_hub
 attributes:
   check_mode:
     support: full
