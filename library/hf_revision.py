@@ -62,18 +62,16 @@ bytes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hf_hub_check import ModelError, check_revision_format, revision_info
+from ansible.module_utils.hf_hub_check import (HUB_ARGUMENT_SPEC, ModelError,
+                                               check_revision_format, revision_info)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            repo=dict(type="str", required=True),
+            HUB_ARGUMENT_SPEC,
             revision=dict(type="str", required=True),
             allow_floating=dict(type="bool", default=False),
-            endpoint=dict(type="str", default=""),
-            token=dict(type="str", default="", no_log=True),
-            allow_patterns=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )

@@ -66,19 +66,16 @@ downloaded:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.hf_hub_check import ModelError
+from ansible.module_utils.hf_hub_check import HUB_ARGUMENT_SPEC, ModelError
 from ansible.module_utils.hf_snapshot import fetch
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            repo=dict(type="str", required=True),
+            HUB_ARGUMENT_SPEC,
             revision_info=dict(type="dict", required=True),
             root=dict(type="path", default="/var/lib/vllm/models"),
-            endpoint=dict(type="str", default=""),
-            token=dict(type="str", default="", no_log=True),
-            allow_patterns=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )

@@ -16,6 +16,13 @@ import urllib.parse
 import urllib.request
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+# The options hf_revision and hf_snapshot share (documented by the hf_hub doc fragment).
+HUB_ARGUMENT_SPEC = {
+    "repo": {"type": "str", "required": True},
+    "endpoint": {"type": "str", "default": ""},
+    "token": {"type": "str", "default": "", "no_log": True},
+    "allow_patterns": {"type": "list", "elements": "str", "default": []},
+}
 DEFAULT_ENDPOINT = "https://huggingface.co"
 
 
