@@ -82,11 +82,24 @@ def ensure_tools() -> None:
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, env=env)
 
 
+def clear_stale_pidfile(pidfile: Path) -> None:
+    """A daemon killed with its session leaves its pid file; dockerd refuses to start
+    while one names a live process, so drop it when that process is gone."""
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return
+    if not Path(f"/proc/{pid}").exists():
+        pidfile.unlink()
+        log(f"removed stale {pidfile} (pid {pid} is gone)")
+
+
 def ensure_daemon(timeout: float = 60.0) -> None:
     """Start dockerd when nothing answers (no systemd runs it on these machines)."""
     ensure_tools()
     if docker_ok():
         return
+    clear_stale_pidfile(Path("/var/run/docker.pid"))
     log("starting dockerd (log: /var/log/dockerd.log)")
     with open("/var/log/dockerd.log", "ab") as out:
         subprocess.Popen(["dockerd"], stdout=out, stderr=out, start_new_session=True)

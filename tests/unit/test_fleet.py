@@ -26,3 +26,16 @@ def test_run_options_boot_systemd_without_privileged():
     opts = " ".join(fleet.RUN_OPTIONS)
     assert "--privileged" not in opts
     assert "--cap-add SYS_ADMIN" in opts and "--cgroupns=host" in opts
+
+
+def test_stale_pidfile_is_removed_live_one_kept(tmp_path):
+    import os
+
+    stale = tmp_path / "stale.pid"
+    stale.write_text("999999999\n")
+    fleet.clear_stale_pidfile(stale)
+    assert not stale.exists()
+    live = tmp_path / "live.pid"
+    live.write_text(f"{os.getpid()}\n")
+    fleet.clear_stale_pidfile(live)
+    assert live.exists()
