@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 
-
-def version_tuple(text) -> tuple:
-    return tuple(int(x) for x in re.findall(r"\d+", str(text))[:3])
+from ansible.module_utils.wheel_tags import version_tuple
 
 
 def in_range(version: str, low: str, high: str) -> bool:

@@ -37,8 +37,9 @@ def parse_wheel(filename: str) -> dict:
             "platforms": parts["plat"].split(".")}
 
 
-def _version_tuple(text: str) -> tuple:
-    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+def version_tuple(text) -> tuple:
+    """"2.28" -> (2, 28); "3.11.2" -> (3, 11, 2); "580.159.04" -> (580, 159, 4)."""
+    return tuple(int(x) for x in re.findall(r"\d+", str(text))[:3])
 
 
 def platform_need(platform: str):
@@ -79,8 +80,8 @@ def python_ok(python: str, abi: str, host: tuple) -> bool:
 def check_wheel(filename: str, python_version: str, glibc: str | None, machine: str) -> dict:
     """``{"wheel", "compatible", "reason"}`` for one wheel on a host."""
     wheel = parse_wheel(filename)
-    host_py = _version_tuple(python_version)[:2]
-    host_glibc = _version_tuple(glibc)[:2] if glibc else None
+    host_py = version_tuple(python_version)[:2]
+    host_glibc = version_tuple(glibc)[:2] if glibc else None
     py_ok = any(python_ok(p, a, host_py) for p in wheel["pythons"] for a in wheel["abis"])
     plat_ok, arch_seen, glibc_needed, musl = False, set(), [], False
     for platform in wheel["platforms"]:
@@ -101,7 +102,7 @@ def check_wheel(filename: str, python_version: str, glibc: str | None, machine: 
         plat_ok = True
     reasons = []
     real = REAL_GLIBC_NEEDS.get(wheel["name"])
-    if plat_ok and real and _version_tuple(wheel["version"]) <= real[0] and host_glibc \
+    if plat_ok and real and version_tuple(wheel["version"]) <= real[0] and host_glibc \
             and host_glibc < real[1]:
         reasons.append("needs glibc %d.%d (its tag understates it), host has %s"
                        % (real[1] + (glibc,)))
@@ -124,7 +125,7 @@ def check_wheel(filename: str, python_version: str, glibc: str | None, machine: 
 
 def supported_platforms(glibc: str, machine: str) -> list:
     """The platform tags pip accepts on this host, newest first (for pip download)."""
-    major, minor = _version_tuple(glibc)[:2]
+    major, minor = version_tuple(glibc)[:2]
     tags = ["manylinux_%d_%d_%s" % (major, m, machine) for m in range(minor, 4, -1)]
     tags += ["%s_%s" % (legacy, machine) for legacy, need in LEGACY_MANYLINUX.items()
              if need <= (major, minor)]
