@@ -64,9 +64,13 @@ def tokenizer_problem(folder: str) -> str | None:
     return None
 
 
+def is_current(paths: dict, sha: str) -> bool:
+    return os.path.islink(paths["current"]) and os.readlink(paths["current"]) == sha
+
+
 def point_current(paths: dict, sha: str) -> bool:
     """Atomically make current -> <sha>; True when it changed."""
-    if os.path.islink(paths["current"]) and os.readlink(paths["current"]) == sha:
+    if is_current(paths, sha):
         return False
     temporary = paths["current"] + ".new"
     if os.path.lexists(temporary):
@@ -84,10 +88,8 @@ def fetch(hub, repo: str, info: dict, root: str, endpoint: str, token: str,
     result = {"path": paths["target"], "current": paths["current"], "revision": sha,
               "files": len(files), "bytes": info["bytes"], "downloaded": False}
     if os.path.isfile(os.path.join(paths["target"], MARKER)):
-        switch = not (os.path.islink(paths["current"]) and os.readlink(paths["current"]) == sha)
-        if switch and not check_mode:
-            point_current(paths, sha)
-        return dict(result, changed=switch)
+        changed = not is_current(paths, sha) if check_mode else point_current(paths, sha)
+        return dict(result, changed=changed)
     if check_mode:
         return dict(result, changed=True)
     os.makedirs(paths["base"], exist_ok=True)

@@ -116,3 +116,16 @@ def test_hf_revision_module(run_module, mirror):
     assert ok["sha"] == mirror["sha"] and ok["bytes"] > 680000
     bad = run_module("hf_revision", {"repo": REPO, "revision": "main", "endpoint": mirror["endpoint"]})
     assert bad["failed"] and bad["msg"].startswith("vllm_model_revision: 'main' is a branch")
+
+
+def test_switching_back_to_a_verified_snapshot_downloads_nothing(mirror, tmp_path):
+    info = revision_info(mirror["endpoint"], REPO, mirror["sha"])
+    fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", [], False)
+    paths = layout(str(tmp_path), REPO, mirror["sha"])
+    os.replace(paths["current"], paths["current"] + ".kept")
+    os.symlink("another-sha", paths["current"])
+    checked = fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", [], True)
+    assert checked["changed"] and os.readlink(paths["current"]) == "another-sha"
+    switched = fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", [], False)
+    assert switched["changed"] and not switched["downloaded"]
+    assert os.readlink(paths["current"]) == mirror["sha"]
