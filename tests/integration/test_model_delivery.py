@@ -3,11 +3,7 @@ project's tiny Gemma-4 model from a git repository at a pinned commit."""
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import huggingface_hub
@@ -15,39 +11,14 @@ import pytest
 from ansible.module_utils.hf_hub_check import ModelError, check_revision_format, revision_info
 from ansible.module_utils.hf_snapshot import MARKER, fetch, layout
 
-ROOT = Path(__file__).resolve().parents[2]
-TINY = ROOT / "tests" / "fixtures" / "models" / "tiny-gemma4"
-REPO = "demo/tiny-gemma4"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+from olah_helpers import REPO, TINY, publish_git, start_olah
 
 
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
-    base = tmp_path_factory.mktemp("olah")
-    repo = base / "mirrors" / "models" / REPO
-    shutil.copytree(TINY, repo)
-    env = dict(os.environ, **GIT_ENV)
-    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "tiny"]):
-        subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env)
-    sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, text=True,
-                         capture_output=True).stdout.strip()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    (base / "olah.toml").write_text(
-        f'[basic]\nhost = "127.0.0.1"\nport = {port}\nmirror-netloc = "127.0.0.1:{port}"\n'
-        f'mirror-lfs-netloc = "127.0.0.1:{port}"\nrepos-path = "{base}/cache"\n'
-        f'mirrors-path = ["{base}/mirrors"]\n[accessibility]\noffline = true\n')
-    server = subprocess.Popen([str(Path(sys.executable).with_name("olah-cli")), "-c", "olah.toml"],
-                              cwd=base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(60):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.5)
+    root = tmp_path_factory.mktemp("olah")
+    sha = publish_git(TINY, root / "mirrors" / "models" / REPO)
+    server, endpoint = start_olah(root, "offline")
     yield {"endpoint": endpoint, "sha": sha}
     server.terminate()
     server.wait(timeout=10)

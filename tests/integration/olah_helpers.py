@@ -1,0 +1,59 @@
+"""A real olah mirror on loopback, configured by hf_mirror's own template, for the
+model-delivery tests."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jinja2
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests" / "fixtures" / "models" / "tiny-gemma4"
+REPO = "demo/tiny-gemma4"
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+                "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+
+def publish_git(src: Path, repo: Path) -> str:
+    """Copy ``src`` into a new git repository at ``repo``; return the commit sha."""
+    shutil.copytree(src, repo)
+    env = dict(os.environ, **GIT_IDENTITY)
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "publish"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env)
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, text=True,
+                          capture_output=True).stdout.strip()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_olah(root: Path, mode: str, upstream: str = "") -> tuple[subprocess.Popen, str]:
+    """Run olah with the role's olah.toml.j2 (repos under ``root/mirrors``); return the
+    process and its endpoint once it listens.  ``upstream``: host:port of the hub (proxy)."""
+    port = free_port()
+    template = (ROOT / "roles" / "hf_mirror" / "templates" / "olah.toml.j2").read_text()
+    config = root / "olah.toml"
+    config.write_text(jinja2.Template(template).render(
+        ansible_managed="test", hf_mirror_mode=mode, hf_mirror_listen="127.0.0.1",
+        hf_mirror_port=port, hf_mirror_netloc=f"127.0.0.1:{port}", hf_mirror_root=str(root),
+        hf_mirror_upstream_scheme="http", hf_mirror_upstream_netloc=upstream,
+        hf_mirror_upstream_lfs_netloc=upstream))
+    server = subprocess.Popen([str(Path(sys.executable).with_name("olah-cli")), "-c", str(config)],
+                              cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(60):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.5)
+    server.kill()
+    raise TimeoutError("olah did not listen on %d" % port)
