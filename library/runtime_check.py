@@ -65,7 +65,7 @@ python:
   type: dict
   sample: {"action": "use", "path": "/usr/bin/python3.11", "version": "3.11"}
 host:
-  description: glibc, machine and the platform tags pip accepts.
+  description: What host_runtime_facts reports (glibc, the platform tags pip accepts, the Pythons, ...).
   returned: always
   type: dict
 problems:
@@ -75,12 +75,9 @@ problems:
   elements: str
 """
 
-import platform
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.host_runtime import find_pythons, glibc_version
+from ansible.module_utils.host_runtime import runtime_facts
 from ansible.module_utils.runtime_check import choose_python, driver_problem, pick_release
-from ansible.module_utils.wheel_tags import supported_platforms
 
 
 def main():
@@ -95,15 +92,13 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    glibc, machine = glibc_version(), platform.machine()
-    host = {"glibc_version": glibc, "machine": machine,
-            "pip_platforms": supported_platforms(glibc, machine) if glibc else []}
+    host = runtime_facts([], pythons=True)
     problems = []
-    version, problem = pick_release(params["releases"], params["version"], glibc)
+    version, problem = pick_release(params["releases"], params["version"], host["glibc_version"])
     if problem:
         module.exit_json(changed=False, version=None, python={}, host=host, problems=[problem])
     release = params["releases"]["versions"][version]
-    python = choose_python(find_pythons(), release["python"][0], release["python"][1],
+    python = choose_python(host["pythons"], release["python"][0], release["python"][1],
                            params["python_packages"], params["python_archive"])
     problems += [p for p in (python.get("problem"),
                              driver_problem(params["driver_version"], release.get("driver_min")))
