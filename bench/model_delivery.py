@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import fleet  # noqa: E402
+from olah_helpers import publish_git  # noqa: E402
 
 MODEL = ROOT / "tests" / "fixtures" / "models" / "tiny-gemma4"
 FLEET = "bench"
@@ -42,15 +43,7 @@ def docker(*argv: str) -> str:
 def start_upstream() -> str:
     """Boot the stand-in hub with the tiny model as a git repository; return its sha."""
     with tempfile.TemporaryDirectory() as tmp:
-        repo = Path(tmp, "demo", "tiny-gemma4")
-        shutil.copytree(MODEL, repo)
-        env = dict(os.environ, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
-                   GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost",
-                   GIT_AUTHOR_DATE="2026-01-01T00:00:00Z", GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
-        for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "tiny"]):
-            subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env)
-        sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
-                             capture_output=True, text=True).stdout.strip()
+        sha = publish_git(MODEL, Path(tmp, "demo", "tiny-gemma4"))
         docker("exec", f"{FLEET}-upstream", "sh", "-c", "apt-get update -qq && apt-get install -y -qq git")
         docker("cp", f"{tmp}/.", f"{FLEET}-upstream:/srv/hub")
     docker("cp", str(ROOT / "tools" / "hub_standin.py"), f"{FLEET}-upstream:/usr/local/bin/hub_standin.py")
