@@ -106,13 +106,15 @@ plan:
   sample:
     tensor_parallel_size: 1
     replicas: 1
+    device_groups: [[0]]
     max_model_len: 32768
     parameters: 30696013824
     weight_bytes_per_gpu: 32215400448
-    kv_bytes_per_token: 901120
-    kv_cache_tokens: 335123
-    max_concurrency: 10.23
+    kv_bytes_per_token: 983040
+    kv_cache_tokens: 265558
+    max_concurrency: 8.1
     vllm_args: {tensor-parallel-size: 1, max-model-len: 32768, gpu-memory-utilization: 0.92}
+    vllm_env: {}
     warnings: []
 """
 

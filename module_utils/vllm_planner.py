@@ -26,6 +26,11 @@ The arithmetic follows vLLM's own code (paths inside the vLLM source tree):
   ``attention_k_eq_v``, ``num_global_key_value_heads``; K is loaded into both the K
   and the V slot, so K=V layers still store K and V (``gemma4.py``). The last
   ``num_kv_shared_layers`` layers reuse earlier caches and store none.
+* K=V full-attention layers take twice those K+V bytes per token -- MEASURED, not read
+  from the source: vLLM 0.25.1 on an H200 (tests/fixtures/calibration/h200-*) gives
+  Gemma-4-31B's 10 full layers 2 x (2 x 4 heads x 512) elements per token, which is
+  the sliding layers' 16 x 256 geometry; without this factor the planner overstated KV
+  capacity by 9-10 % at 8k and 26-27 % at 32k context.
 * Batch defaults -- ``vllm/engine/arg_utils.py`` ``get_batch_defaults``: GPUs with
   >= 70 GiB that are not A100s get max_num_batched_tokens 8192 and max_num_seqs
   1024, others 2048 and 256.
@@ -202,10 +207,19 @@ def kv_dtype_bytes(kv_cache_dtype: str, model_dtype: str) -> int:
     return DTYPE_BYTES[kv_cache_dtype]
 
 
+# See the module docstring: measured on vLLM 0.25.1 (H200), 7 start-up logs.
+K_EQ_V_KV_FACTOR = 2
+
+
+def layer_kv_bytes(layer: Layer, tp: int, dtype_bytes: int) -> int:
+    """K and V bytes of one token in one layer (per GPU under TP)."""
+    factor = K_EQ_V_KV_FACTOR if layer.k_eq_v else 1
+    return factor * 2 * max(1, layer.kv_heads // tp) * layer.head_dim * dtype_bytes
+
+
 def kv_bytes_per_token(shape: Shape, dtype_bytes: int, tp: int = 1) -> int:
     """K and V bytes one token occupies across all layers (per GPU under TP)."""
-    return sum(2 * max(1, layer.kv_heads // tp) * layer.head_dim * dtype_bytes
-               for layer in shape.layers if not layer.shared)
+    return sum(layer_kv_bytes(layer, tp, dtype_bytes) for layer in shape.layers if not layer.shared)
 
 
 @dataclass(frozen=True)
@@ -224,8 +238,7 @@ class KVSpec:
 
 def kv_groups(shape: Shape, tp: int, block_size: int, dtype_bytes: int) -> tuple[list[KVSpec], int]:
     """The KV cache groups vLLM builds: (one spec per group, layers per group)."""
-    specs = [KVSpec(layer.kind, block_size,
-                    2 * block_size * max(1, layer.kv_heads // tp) * layer.head_dim * dtype_bytes,
+    specs = [KVSpec(layer.kind, block_size, block_size * layer_kv_bytes(layer, tp, dtype_bytes),
                     layer.window)
              for layer in shape.layers if not layer.shared]
     if len(set(specs)) == 1:            # uniform model: one group holding every layer
@@ -329,7 +342,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
 
     ``vllm_args``/``vllm_env`` are the operator's extra flags and environment; they
     are checked (the seed guides' removed and fictitious settings are refused) and
-    merged into ``vllm_args`` of the plan.
+    merged into ``vllm_args`` and ``vllm_env`` of the plan (the cpu engine's KV cache
+    size joins ``vllm_env``).
     """
     problems, warnings = check_operator_args(vllm_args, vllm_env)
     if problems:
@@ -425,10 +439,15 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     if engine == "cpu":
         args.pop("gpu-memory-utilization")
     args.update({flag_key.lstrip("-"): value for flag_key, value in (vllm_args or {}).items()})
+    replicas = max(1, len(gpus) // tp) if gpus else 1
+    env = {name: str(value) for name, value in (vllm_env or {}).items()}
+    if engine == "cpu":
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(max(1, int(cpu_kv_cache_bytes) // GiB)))
     return {
         "engine": engine,
         "tensor_parallel_size": tp,
-        "replicas": max(1, len(gpus) // tp) if gpus else 1,
+        "replicas": replicas,
+        "device_groups": [list(range(i * tp, (i + 1) * tp)) for i in range(replicas)] if gpus else [[]],
         "max_model_len": length,
         "parameters": parameter_count(shape),
         "weight_bytes": weights_total,
@@ -444,6 +463,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         "max_num_batched_tokens": batched,
         "max_num_seqs": max_seqs,
         "vllm_args": args,
+        "vllm_env": env,
         "warnings": warnings,
     }
 

@@ -31,9 +31,10 @@ def test_gemma4_31b_shape():
     sliding = next(layer for layer in shape.layers if layer.kind == "sliding")
     assert (full.kv_heads, full.head_dim, full.window) == (4, 512, None)
     assert (sliding.kv_heads, sliding.head_dim, sliding.window) == (16, 256, 1024)
-    # 50 x 2 x 16 x 256 x 2 B + 10 x 2 x 4 x 512 x 2 B (K=V layers still store K and V)
-    assert kv_bytes_per_token(shape, 2) == 50 * 16384 + 10 * 8192 == 901120
-    assert kv_bytes_per_token(shape, 1) == 450560
+    # 50 x 2 x 16 x 256 x 2 B + 10 x 2 x (2 x 4 x 512 x 2 B): K=V layers store K and V, and
+    # twice that (measured on vLLM 0.25.1, tests/fixtures/calibration/h200-*)
+    assert kv_bytes_per_token(shape, 2) == 50 * 16384 + 10 * 2 * 8192 == 983040
+    assert kv_bytes_per_token(shape, 1) == 491520
 
 
 def test_nested_text_config_is_read():
@@ -43,18 +44,27 @@ def test_nested_text_config_is_read():
 
 
 def test_hybrid_groups_follow_vllm():
-    """50 sliding + 10 full layers: pages unified (full layers get block 32), groups of 10."""
+    """50 sliding + 10 full layers (pages of equal size, as measured): groups of 10."""
     groups, group_size = kv_groups(model_shape(model("gemma-4-31B-it")), tp=1, block_size=16,
                                    dtype_bytes=2)
     assert group_size == 10 and len(groups) == 6
     assert {g.page_bytes for g in groups} == {2 * 16 * 16 * 256 * 2}
+    assert sorted((g.kind, g.block_size) for g in set(groups)) == [("full", 16), ("sliding", 16)]
+
+
+def test_unequal_pages_are_unified_by_a_larger_block():
+    """vLLM's unify_kv_cache_spec_page_size: the smaller page gets a multiple of the block."""
+    config = dict(model("gemma-4-31B-it"), attention_k_eq_v=False, num_key_value_heads=16,
+                  num_global_key_value_heads=None)
+    config["global_head_dim"] = 128
+    groups, _size = kv_groups(model_shape(config), tp=1, block_size=16, dtype_bytes=2)
     assert sorted((g.kind, g.block_size) for g in set(groups)) == [("full", 32), ("sliding", 16)]
 
 
 def test_tp_replicates_kv_heads_beyond_their_count():
     shape = model_shape(model("gemma-4-31B-it"))
     # TP 8: sliding 16/8 = 2 heads, full layers 4 heads < 8 -> one (replicated) head per GPU
-    assert kv_bytes_per_token(shape, 2, tp=8) == 50 * 2 * 2 * 256 * 2 + 10 * 2 * 1 * 512 * 2
+    assert kv_bytes_per_token(shape, 2, tp=8) == 50 * 2 * 2 * 256 * 2 + 10 * 2 * 2 * 1 * 512 * 2
 
 
 def test_fp8_block_on_h200():
@@ -83,7 +93,7 @@ def test_sliding_layers_reserve_window_plus_batch_not_the_whole_context():
     long = plan(model("gemma-4-31B-it"), [H200], max_model_len=32768)
     per_request_short = short["kv_cache_bytes_per_gpu"] / short["max_concurrency"]
     per_request_long = long["kv_cache_bytes_per_gpu"] / long["max_concurrency"]
-    full_layers_extra = 10 * 16384 * 8192  # 10 full layers x 16384 more tokens x 8 KiB
+    full_layers_extra = 10 * 16384 * 16384  # 10 full layers x 16384 more tokens x 16 KiB
     assert per_request_long - per_request_short == pytest.approx(full_layers_extra, rel=0.02)
 
 
@@ -183,3 +193,15 @@ def test_online_fp8_for_an_unquantized_checkpoint():
     p = plan(model("gemma-4-31B-it"), [L40S, L40S], max_model_len=8192, quantization="fp8",
              tensor_parallel_size=2)
     assert p["vllm_args"]["quantization"] == "fp8"
+
+
+def test_replicas_get_their_own_device_groups():
+    p = plan(model("gemma-4-31B-it"), [dict(L40S, count=4)], max_model_len=8192)
+    assert p["tensor_parallel_size"] == 2 and p["device_groups"] == [[0, 1], [2, 3]]
+
+
+def test_the_cpu_engine_carries_its_kv_cache_size_in_the_environment():
+    p = plan(model("tiny-gemma4"), [], engine="cpu", max_model_len=1024,
+             cpu_kv_cache_bytes=2 * 1073741824, vllm_env={"VLLM_LOGGING_LEVEL": "DEBUG"})
+    assert p["vllm_env"] == {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_LOGGING_LEVEL": "DEBUG"}
+    assert p["device_groups"] == [[]] and "gpu-memory-utilization" not in p["vllm_args"]
