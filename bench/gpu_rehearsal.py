@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Capacity rehearsal on a real GPU: the project's plan, rendered into the same vLLM
+--config file production uses, started with random weights (--load-format dummy),
+vLLM's own start-up figures beside the planner's, and `vllm bench serve` against it.
+
+  gpu_rehearsal.py calibrate --out DIR [--eager]        # every calibration case
+  gpu_rehearsal.py bench --out DIR --config planned|defaults|seed
+  gpu_rehearsal.py roofline --out DIR                   # concurrency-1 decode vs HBM bound
+  gpu_rehearsal.py restart --out DIR                    # cold vs warm compile cache
+
+Needs vLLM, torch and nvidia-ml-py on the host (python -m vllm ...), and this
+repository (for module_utils and the shipped model configs).  The model folder holds
+the shipped Gemma-4-31B config.json and a generated tokenizer with the real
+262,144-token vocabulary; no weights are read.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import ansible.module_utils
+
+ROOT = Path(__file__).resolve().parent.parent
+# `ansible.module_utils.<name>` finds the project's module_utils/<name>.py, as in Ansible.
+ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+from ansible.module_utils import gpu_facts  # noqa: E402
+from ansible.module_utils.vllm_config import check_with_vllm, render  # noqa: E402
+from ansible.module_utils.vllm_log import parse_startup_log  # noqa: E402
+from ansible.module_utils.vllm_planner import plan  # noqa: E402
+
+GiB = 1 << 30
+MODELS = ROOT / "roles" / "preflight" / "files" / "models"
+PORT = 8011
+CASES = [(model, kv, length)
+         for model in ("gemma-4-31B-it", "gemma-4-31B-it-FP8-block")
+         for kv in ("auto", "fp8")
+         for length in (8192, 32768)]
+# The seed guide's single-GPU command line (shared/seeds/000_*): its TP 2 cannot run on
+# one GPU and --quantization fp8 makes vLLM refuse a compressed-tensors checkpoint, so
+# both are dropped; everything else is kept as written.
+SEED_ARGS = {"tensor-parallel-size": 1, "dtype": "half", "block-size": 2048, "max-num-seqs": 256,
+             "max-model-len": 4096, "gpu-memory-utilization": 0.9, "enforce-eager": True,
+             "disable-custom-all-reduce": True, "enable-prefix-caching": True, "seed": 42,
+             "trust-remote-code": True}
+SEED_DROPPED = {"tensor-parallel-size 2": "one GPU on this host",
+                "quantization fp8": "refused on a compressed-tensors checkpoint"}
+
+
+def gpus() -> list:
+    import pynvml
+    return gpu_facts.build_facts(gpu_facts.read_nvml(pynvml))["gpus"]
+
+
+def model_dir(name: str, dest: Path) -> Path:
+    """config.json of the shipped model + a tokenizer with Gemma-4's vocabulary size."""
+    folder = dest / name
+    if (folder / "tokenizer.json").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    config = json.loads((MODELS / f"{name}.json").read_text())
+    config.pop("_comment", None)
+    # transformers 5.17 (the H200 image) stops on per-layer head_dim without it.
+    config["allow_global_per_layer_attribute_access"] = True
+    (folder / "config.json").write_text(json.dumps(config, indent=1))
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+    vocab.update({f"t{i}": i for i in range(4, config["vocab_size"])})
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<bos>", "eos_token": "<eos>",
+        "pad_token": "<pad>", "unk_token": "<unk>", "model_max_length": 262144,
+        "chat_template": "{% for m in messages %}{{ m['content'] }} {% endfor %}"}))
+    return folder
+
+
+def settings_for(kind: str, model: Path, model_name: str, kv: str = "auto", length: int = 32768,
+                 eager: bool = False) -> tuple[dict, dict | None]:
+    """The --config settings of one configuration, and the plan behind it."""
+    base = {"model": str(model), "served-model-name": "gemma", "port": PORT, "host": "127.0.0.1",
+            "load-format": "dummy"}
+    if kind == "defaults":
+        return dict(base, **{"max-model-len": length}), None
+    if kind == "seed":
+        return dict(base, **SEED_ARGS), None
+    config = json.loads((MODELS / f"{model_name}.json").read_text())
+    planned = plan(config, gpus(), max_model_len=length, kv_cache_dtype=kv)
+    settings = dict(base, **planned["vllm_args"])
+    if eager:
+        settings["enforce-eager"] = True
+    return settings, planned
+
+
+class Server:
+    """python -m vllm.entrypoints.openai.api_server --config FILE, logged to a file."""
+
+    def __init__(self, settings: dict, out: Path, tag: str, env: dict | None = None):
+        self.config = out / f"{tag}.yaml"
+        self.config.write_text(render(settings))
+        verdict = check_with_vllm(sys.executable, self.config.read_text())
+        if not verdict["ok"]:
+            raise SystemExit(f"{tag}: vLLM refuses the config: {verdict['error']}")
+        self.log = out / f"{tag}.log"
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--config", str(self.config)],
+            stdout=self.log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+            env=dict(os.environ, **(env or {})))
+
+    def wait(self, until_log: str | None = None, timeout: float = 900) -> float:
+        """Seconds until /health answers 200 (or the log shows ``until_log``)."""
+        while time.monotonic() - self.started < timeout:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: see {self.log}\n" + self.log.read_text()[-3000:])
+            if until_log and until_log in self.log.read_text(errors="replace"):
+                return time.monotonic() - self.started
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=2) as r:
+                    if r.status == 200 and not until_log:
+                        return time.monotonic() - self.started
+            except OSError:
+                pass
+            time.sleep(1)
+        raise TimeoutError(f"not healthy within {timeout}s: {self.log}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def calibrate(args) -> None:
+    rows = []
+    for model_name, kv, length in CASES:
+        tag = f"calib-{model_name}-kv{kv}-{length}"
+        settings, planned = settings_for("planned", model_dir(model_name, args.models), model_name,
+                                         kv, length, args.eager)
+        server = Server(settings, args.out, tag)
+        try:
+            server.wait(until_log="Maximum concurrency for")
+            time.sleep(1)
+        finally:
+            server.stop()
+        measured = parse_startup_log(server.log.read_text(errors="replace"))
+        row = {"model": model_name, "kv_cache_dtype": kv, "max_model_len": length,
+               "eager": args.eager, "measured": measured,
+               "predicted": {k: planned[k] for k in ("kv_cache_tokens", "max_concurrency",
+                                                     "weight_bytes_per_gpu", "kv_cache_bytes_per_gpu",
+                                                     "non_kv_bytes_per_gpu")},
+               "log": [line for line in server.log.read_text(errors="replace").splitlines()
+                       if any(k in line for k in ("Model loading took", "Available KV cache memory",
+                                                  "KV cache size", "Maximum concurrency",
+                                                  "CUDA graph", "torch.compile takes"))]}
+        rows.append(row)
+        (args.out / "calibration.json").write_text(json.dumps(rows, indent=1))
+        print(table_row(row), flush=True)
+
+
+def table_row(row: dict) -> str:
+    m, p = row["measured"], row["predicted"]
+    ratio = lambda a, b: f"{(a / b - 1) * 100:+.1f}%" if a and b else "n/a"  # noqa: E731
+    weights = p["weight_bytes_per_gpu"] / GiB
+    return (f"{row['model']:<26} kv={row['kv_cache_dtype']:<4} len={row['max_model_len']:<6} "
+            f"weights {weights:6.2f} vs {m.get('model_loading_gib', 0):6.2f} GiB "
+            f"({ratio(weights, m.get('model_loading_gib'))})  "
+            f"KV tokens {p['kv_cache_tokens']:>8} vs {m.get('kv_cache_tokens', 0):>8} "
+            f"({ratio(p['kv_cache_tokens'], m.get('kv_cache_tokens'))})  "
+            f"concurrency {p['max_concurrency']:6.2f} vs {m.get('max_concurrency', 0):6.2f} "
+            f"({ratio(p['max_concurrency'], m.get('max_concurrency'))})")
+
+
+def copy_bandwidth(gib: int = 8) -> float:
+    """Device-to-device copy bandwidth in bytes/s (each byte is read once and written once)."""
+    import torch
+    src = torch.empty(gib * GiB, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    torch.cuda.synchronize()
+    started, rounds = time.perf_counter(), 10
+    for _ in range(rounds):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    return 2 * src.numel() * rounds / (time.perf_counter() - started)
+
+
+def bench(args) -> None:
+    model_name = "gemma-4-31B-it-FP8-block"
+    settings, _planned = settings_for(args.config, model_dir(model_name, args.models), model_name,
+                                      length=args.max_model_len)
+    server = Server(settings, args.out, f"bench-{args.config}")
+    summary = {"config": args.config, "settings": settings, "points": [],
+               "weight_bytes": _planned["weight_bytes_per_gpu"] if _planned else None}
+    if args.config == "seed":
+        summary["dropped"] = SEED_DROPPED
+    try:
+        summary["startup_to_healthy_s"] = round(server.wait(), 1)
+        vllm = shutil.which("vllm") or str(Path(sys.executable).parent / "vllm")
+        for concurrency in args.concurrency:
+            name = f"bench-{args.config}-c{concurrency}.json"
+            subprocess.run([vllm, "bench", "serve", "--base-url", f"http://127.0.0.1:{PORT}", "--model", "gemma",
+                            "--tokenizer", settings["model"], "--dataset-name", "random",
+                            "--random-input-len", "1024", "--random-output-len", "256",
+                            "--ignore-eos", "--max-concurrency", str(concurrency),
+                            "--num-prompts", str(max(2 * concurrency, args.min_prompts)),
+                            "--percentile-metrics", "ttft,tpot,itl,e2el",
+                            "--save-result", "--result-dir", str(args.out), "--result-filename", name],
+                           check=True, stdout=(args.out / f"{name}.txt").open("w"),
+                           stderr=subprocess.STDOUT)
+            result = json.loads((args.out / name).read_text())
+            point = {"concurrency": concurrency, **{k: result.get(k) for k in (
+                "output_throughput", "request_throughput", "mean_ttft_ms", "p99_ttft_ms",
+                "mean_tpot_ms", "completed", "failed")}}
+            summary["points"].append(point)
+            print(json.dumps(point), flush=True)
+    finally:
+        server.stop()
+        (args.out / f"bench-{args.config}.summary.json").write_text(json.dumps(summary, indent=1))
+
+
+def roofline(args) -> None:
+    """Concurrency-1 decode against the HBM bound: weights read once per generated token."""
+    bandwidth = copy_bandwidth()
+    summary = json.loads((args.out / "bench-planned.summary.json").read_text())
+    point = next(p for p in summary["points"] if p["concurrency"] == 1)
+    bound = bandwidth / summary["weight_bytes"]
+    measured = 1000.0 / point["mean_tpot_ms"]
+    result = {"copy_bandwidth_gb_s": round(bandwidth / 1e9, 1), "weight_bytes": summary["weight_bytes"],
+              "bound_tokens_s": round(bound, 1), "decode_tokens_s": round(measured, 1),
+              "ratio": round(measured / bound, 3)}
+    (args.out / "roofline.json").write_text(json.dumps(result))
+    print(json.dumps(result), flush=True)
+
+
+def restart(args) -> None:
+    """Start the planned FP8 config twice with one VLLM_CACHE_ROOT: cold, then warm."""
+    model_name = "gemma-4-31B-it-FP8-block"
+    settings, _ = settings_for("planned", model_dir(model_name, args.models), model_name,
+                               length=args.max_model_len)
+    cache = args.out / "vllm-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    times = {}
+    for tag in ("cold", "warm"):
+        server = Server(settings, args.out, f"restart-{tag}", env={"VLLM_CACHE_ROOT": str(cache)})
+        try:
+            times[tag] = round(server.wait(), 1)
+        finally:
+            server.stop()
+        print(f"{tag} start to healthy: {times[tag]}s", flush=True)
+    (args.out / "restart.json").write_text(json.dumps(times))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "restart"])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--models", type=Path, default=Path("/tmp/gpu-rehearsal-models"))
+    parser.add_argument("--eager", action="store_true", help="calibrate with --enforce-eager")
+    parser.add_argument("--config", choices=["planned", "defaults", "seed"], default="planned")
+    parser.add_argument("--max-model-len", type=int, default=8192)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
+    parser.add_argument("--min-prompts", type=int, default=8)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    {"calibrate": calibrate, "bench": bench, "roofline": roofline, "restart": restart}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()
