@@ -51,6 +51,9 @@ RUN_OPTIONS = (
     # the os_tuning role can manage them as it would on a real host.
     "-v", "/sys/kernel/mm/transparent_hugepage:/sys/kernel/mm/transparent_hugepage:rw",
     "--tmpfs", "/run", "--tmpfs", "/tmp",
+    # Docker's default /dev/shm is 64 MiB; vLLM's engine needs more for its shared-memory
+    # message queue (a real host's /dev/shm is half of its memory).
+    "--shm-size", "2g",
     # systemd as PID 1 halts cleanly on SIGRTMIN+3 (SIGTERM makes it re-execute).
     "--stop-signal", "SIGRTMIN+3",
 )
@@ -209,6 +212,13 @@ def wait_booted(name: str, timeout: float = 90.0) -> None:
             return
         time.sleep(1)
     sys.exit(f"{name}: systemd did not finish booting within {timeout:.0f}s")
+
+
+def address(fleet: str, host: str) -> str:
+    """The host's IP on the fleet network (the control node reaches it directly)."""
+    fmt = "{{(index .NetworkSettings.Networks \"%s\").IPAddress}}" % NETWORK
+    return run("docker", "inspect", "--format", fmt, container_name(fleet, host),
+               capture=True).stdout.strip()
 
 
 def fleet_containers(fleet: str) -> list[str]:
