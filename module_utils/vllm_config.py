@@ -1,0 +1,151 @@
+"""vLLM's ``--config`` file: rendered the same way every time, and accepted by the
+installed vLLM's own argument parser before it replaces the file a service runs with.
+
+The file is YAML whose keys are flag names without ``--`` (``tensor-parallel-size: 2``);
+``true`` becomes a bare flag and ``false`` ``--no-X`` (vLLM's ``load_config_file``).
+Every value is written as JSON, which is also YAML, so the host needs no YAML library:
+nested values (``compilation-config``) are what vLLM turns into JSON arguments anyway.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+
+from ansible.module_utils.vllm_args import check as check_operator_args
+
+HEADER = ("# Managed by vllm-fleet (role vllm_service); vLLM reads it with --config.\n"
+          "# Keys are vLLM flag names; change them through the inventory, not here.\n")
+RESULT_MARK = "VLLM_FLEET_CONFIG_CHECK "
+# Runs inside the host's vLLM venv: parse the file exactly as the server will
+# (`python -m vllm.entrypoints.openai.api_server --config FILE`) and print one line.
+CHECK_SCRIPT = r"""
+import contextlib, io, json, sys
+out = {"ok": False}
+try:
+    import vllm
+    out["version"] = vllm.__version__
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    try:
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+    except ImportError:  # vLLM <= 0.30
+        from vllm.entrypoints.openai.cli_args import make_arg_parser, validate_parsed_serve_args
+    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm"))
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            args = parser.parse_args(["--config", sys.argv[1]])
+        validate_parsed_serve_args(args)
+        out["ok"] = True
+    except SystemExit:
+        lines = [l for l in err.getvalue().splitlines() if l.strip()]
+        out["error"] = lines[-1] if lines else "the parser exited"
+    except Exception as exc:
+        out["error"] = "%s: %s" % (type(exc).__name__, exc)
+except Exception as exc:
+    out["error"] = "cannot load vLLM's parser: %s: %s" % (type(exc).__name__, exc)
+print("%s%s" % (MARK, json.dumps(out)))
+""".replace("MARK", repr(RESULT_MARK))
+
+
+class ConfigError(Exception):
+    pass
+
+
+def flag(key) -> str:
+    return str(key).lstrip("-").replace("_", "-")
+
+
+def _scalar(value) -> str:
+    if isinstance(value, float):
+        text = repr(value)
+        # YAML 1.1 (PyYAML) reads 1e-05 as a string; 1.0e-05 is a float.
+        return text if "." in text or "e" not in text else text.replace("e", ".0e", 1)
+    return json.dumps(value, sort_keys=True)
+
+
+def render(settings: dict) -> str:
+    """The file's text: the header and one ``flag: value`` line per setting, sorted."""
+    lines = sorted("%s: %s" % (flag(key), _scalar(value))
+                   for key, value in settings.items() if value is not None)
+    return HEADER + "".join(line + "\n" for line in lines)
+
+
+def parse_result(stdout: str) -> dict:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_MARK):
+            return json.loads(line[len(RESULT_MARK):])
+    return {"ok": False, "error": "the check printed no result"}
+
+
+def check_with_vllm(python: str, text: str, run=subprocess.run, timeout: int = 600) -> dict:
+    """Have the vLLM installed beside ``python`` parse ``text`` as a --config file.
+
+    Returns ``{"ok": bool, "version": str, "error": str}``.  vLLM only reads files
+    named ``*.yaml``/``*.yml``, so the text goes into a temporary one.
+    """
+    with tempfile.TemporaryDirectory(prefix="vllm-fleet-config-") as tmp:
+        path = os.path.join(tmp, "candidate.yaml")
+        with open(path, "w") as handle:
+            handle.write(text)
+        proc = run([python, "-c", CHECK_SCRIPT, path], capture_output=True, text=True,
+                   timeout=timeout, env=dict(os.environ, VLLM_CONFIGURE_LOGGING="0"))
+    result = parse_result(proc.stdout)
+    if not result.get("ok") and "error" not in result:
+        result["error"] = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+    return result
+
+
+def merge(settings: dict, overrides: dict, variable: str) -> dict:
+    """``settings`` (the plan's flags) with the operator's ``overrides`` on top.
+
+    Overrides pass the same rules as the planner's (removed and fictitious flags,
+    flags the plan decides) so they are refused with a reason before vLLM sees them.
+    """
+    errors, _warnings = check_operator_args(overrides, {})
+    if errors:
+        raise ConfigError("; ".join("%s[%r]: %s" % (variable, key, reason) for key, reason in errors))
+    merged = {flag(key): value for key, value in settings.items()}
+    merged.update({flag(key): value for key, value in (overrides or {}).items()})
+    return merged
+
+
+def converge(path: str, settings: dict, python: str, *, validate: bool = True,
+             check_mode: bool = False, variable: str = "vllm_service_args",
+             checker=check_with_vllm) -> dict:
+    """Put ``settings`` into ``path`` when they differ, after vLLM accepted them.
+
+    A refused file raises ConfigError naming ``variable`` and the parser's message;
+    the existing file is left as it was.  In check mode the parser still runs when
+    vLLM is installed (it only reads), and the file is not written.
+    """
+    after = render(settings)
+    before = None
+    if os.path.exists(path):
+        with open(path) as handle:
+            before = handle.read()
+    result = {"changed": before != after, "path": path, "validated": False, "warnings": [],
+              "diff": {"before": before or "", "after": after,
+                       "before_header": path, "after_header": path}}
+    if not result["changed"] or not validate:
+        return result
+    if not os.path.exists(python):
+        if check_mode:
+            result["warnings"].append("%s is not installed yet: the parser check runs "
+                                      "when the runtime exists" % python)
+            return result
+        raise ConfigError("%s: no vLLM at %s to check the configuration with" % (variable, python))
+    verdict = checker(python, after)
+    if not verdict.get("ok"):
+        raise ConfigError("%s: vLLM %s refuses the configuration for %s: %s; the running "
+                          "service keeps its current configuration"
+                          % (variable, verdict.get("version", "?"), path, verdict.get("error")))
+    result.update(validated=True, vllm_version=verdict.get("version"))
+    if not check_mode:
+        directory = os.path.dirname(path)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vllm-config-", suffix=".yaml")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(after)
+        os.replace(tmp, path)
+    return result
