@@ -100,3 +100,17 @@ def test_switching_back_to_a_verified_snapshot_downloads_nothing(mirror, tmp_pat
     switched = fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", [], False)
     assert switched["changed"] and not switched["downloaded"]
     assert os.readlink(paths["current"]) == mirror["sha"]
+
+
+def test_a_capacity_rehearsal_fetches_everything_but_the_weights(mirror, tmp_path, root):
+    """vllm_model_load_format: dummy fetches with the role's rehearsal patterns."""
+    import yaml
+    patterns = yaml.safe_load((root / "roles/vllm_model/vars/main.yml").read_text())[
+        "_vllm_model_rehearsal_patterns"]
+    info = revision_info(mirror["endpoint"], REPO, mirror["sha"], allow_patterns=patterns)
+    assert info["bytes"] < 50_000, "no weights in the rehearsal"
+    fetch(huggingface_hub, REPO, info, str(tmp_path), mirror["endpoint"], "", patterns, False)
+    target = Path(layout(str(tmp_path), REPO, mirror["sha"])["target"])
+    assert sorted(p.name for p in target.iterdir() if p.name != MARKER) == [
+        "chat_template.jinja", "config.json", "generation_config.json", "tokenizer.json",
+        "tokenizer_config.json"]

@@ -1,0 +1,88 @@
+"""The served endpoint on the converged host, after the side effects (a kill -9 the
+unit recovered from, refused bad flags)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+testinfra_hosts = ["ansible://inference"]
+KEY = "molecule-serve-key"
+# The host has no curl: ask with its own Python (standard library only).
+REQUEST = r"""
+import json, sys, urllib.request, urllib.error
+path, key, body = sys.argv[1], sys.argv[2], sys.argv[3]
+req = urllib.request.Request("http://127.0.0.1:8000" + path, data=body.encode() or None,
+                             headers={"Content-Type": "application/json",
+                                      **({"Authorization": "Bearer " + key} if key else {})})
+try:
+    with urllib.request.urlopen(req, timeout=60) as r:
+        print(r.status); print(r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code); print(e.read().decode())
+"""
+
+
+def call(host, path, key="", body=None):
+    result = host.run("python3 -c %s %s %s %s" % tuple(
+        map(_quote, (REQUEST, path, key, json.dumps(body) if body else ""))))
+    assert result.rc == 0, result.stderr
+    status, _, text = result.stdout.partition("\n")
+    return int(status), text
+
+
+def _quote(text):
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+CHAT = {"model": "tiny-gemma4", "max_tokens": 8,
+        "messages": [{"role": "user", "content": "Hello"}]}
+
+
+def test_unit_is_active_enabled_and_runs_as_vllm(host):
+    unit = host.service("vllm@main")
+    assert unit.is_running and unit.is_enabled
+    pid = host.check_output("systemctl show --property=MainPID --value vllm@main.service")
+    assert host.check_output("ps -o user= -p %s" % pid) == "vllm"
+
+
+def test_systemd_restarted_it_after_the_kill(host):
+    assert int(host.check_output("systemctl show --property=NRestarts --value vllm@main.service")) >= 1
+
+
+def test_the_environment_file_is_private(host):
+    env = host.file("/etc/vllm/main.env")
+    assert env.mode == 0o600 and env.user == "root"
+    assert "HF_HUB_OFFLINE=\"1\"" in env.content_string
+
+
+def test_the_config_is_the_plan_and_not_the_refused_flag(host):
+    config = host.file("/etc/vllm/main.yaml").content_string
+    assert "max-model-len: 1024" in config and "port: 8000" in config
+    assert "enable-turbo-mode" not in config
+
+
+def test_models_lists_the_served_name(host):
+    status, text = call(host, "/v1/models", KEY)
+    assert status == 200
+    assert [m["id"] for m in json.loads(text)["data"]] == ["tiny-gemma4"]
+
+
+@pytest.mark.parametrize("key, status", [(KEY, 200), ("", 401), ("wrong", 401)])
+def test_completions_need_the_key(host, key, status):
+    got, text = call(host, "/v1/chat/completions", key, CHAT)
+    assert got == status, text
+    if status == 200:
+        body = json.loads(text)
+        assert isinstance(body["choices"][0]["message"]["content"], str)
+        assert body["usage"]["completion_tokens"] >= 1
+
+
+def test_metrics_expose_kv_cache_usage(host):
+    status, text = call(host, "/metrics")
+    assert status == 200 and "vllm:kv_cache_usage_perc" in text
+
+
+def test_exposure_is_measured(host):
+    out = host.check_output("systemd-analyze security --no-pager vllm@main.service | tail -1")
+    assert "Overall exposure level for vllm@main.service" in out

@@ -1,0 +1,1 @@
+../../../module_utils/vllm_probe.py
