@@ -4,6 +4,7 @@ where something will be written."""
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import platform
 import subprocess
@@ -70,6 +71,8 @@ def runtime_facts(disk_paths: list, pythons: bool = False) -> dict:
              "python_version": platform.python_version(),
              "python_executable": sys.executable,
              "machine": platform.machine(),
+             # apt's check mode needs python3-apt (minimal Debian images lack it)
+             "python_apt": importlib.util.find_spec("apt_pkg") is not None,
              "disk": [disk_space(p) for p in disk_paths]}
     if pythons:
         facts["pythons"] = find_pythons()
