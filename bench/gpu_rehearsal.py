@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import ansible.module_utils
@@ -35,6 +34,7 @@ from ansible.module_utils import gpu_facts  # noqa: E402
 from ansible.module_utils.vllm_config import check_with_vllm, render  # noqa: E402
 from ansible.module_utils.vllm_log import parse_startup_log  # noqa: E402
 from ansible.module_utils.vllm_planner import plan  # noqa: E402
+from ansible.module_utils.vllm_probe import ProbeError, wait_healthy  # noqa: E402
 
 GiB = 1 << 30
 MODELS = ROOT / "roles" / "preflight" / "files" / "models"
@@ -116,21 +116,24 @@ class Server:
             stdout=self.log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
             env=dict(os.environ, **(env or {})))
 
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
     def wait(self, until_log: str | None = None, timeout: float = 900) -> float:
-        """Seconds until /health answers 200 (or the log shows ``until_log``)."""
-        while time.monotonic() - self.started < timeout:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: see {self.log}\n" + self.log.read_text()[-3000:])
-            if until_log and until_log in self.log.read_text(errors="replace"):
+        """Seconds from the start until /health answers 200 (or the log shows ``until_log``)."""
+        try:
+            if not until_log:
+                wait_healthy(f"http://127.0.0.1:{PORT}", timeout, interval=1, alive=self.alive)
                 return time.monotonic() - self.started
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=2) as r:
-                    if r.status == 200 and not until_log:
-                        return time.monotonic() - self.started
-            except OSError:
-                pass
-            time.sleep(1)
-        raise TimeoutError(f"not healthy within {timeout}s: {self.log}")
+            while self.alive() and time.monotonic() - self.started < timeout:
+                if until_log in self.log.read_text(errors="replace"):
+                    return time.monotonic() - self.started
+                time.sleep(1)
+        except ProbeError as exc:
+            raise RuntimeError(f"{exc}: see {self.log}\n" + self.log.read_text()[-3000:]) from None
+        why = f"not within {timeout}s" if self.alive() else "the server exited first"
+        raise RuntimeError(f"no '{until_log}' in the log ({why}): see {self.log}\n"
+                           + self.log.read_text(errors="replace")[-3000:])
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -154,13 +157,14 @@ def calibrate(args) -> None:
             time.sleep(1)
         finally:
             server.stop()
-        measured = parse_startup_log(server.log.read_text(errors="replace"))
+        log = server.log.read_text(errors="replace")
+        measured = parse_startup_log(log)
         row = {"model": model_name, "kv_cache_dtype": kv, "max_model_len": length,
                "eager": args.eager, "measured": measured,
                "predicted": {k: planned[k] for k in ("kv_cache_tokens", "max_concurrency",
                                                      "weight_bytes_per_gpu", "kv_cache_bytes_per_gpu",
                                                      "non_kv_bytes_per_gpu")},
-               "log": [line for line in server.log.read_text(errors="replace").splitlines()
+               "log": [line for line in log.splitlines()
                        if any(k in line for k in ("Model loading took", "Available KV cache memory",
                                                   "KV cache size", "Maximum concurrency",
                                                   "CUDA graph", "torch.compile takes"))]}

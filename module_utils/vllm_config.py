@@ -13,7 +13,7 @@ import os
 import subprocess
 import tempfile
 
-from ansible.module_utils.vllm_args import check as check_operator_args
+from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
 
 HEADER = ("# Managed by vllm-fleet (role vllm_service); vLLM reads it with --config.\n"
           "# Keys are vLLM flag names; change them through the inventory, not here.\n")
@@ -53,10 +53,6 @@ class ConfigError(Exception):
     pass
 
 
-def flag(key) -> str:
-    return str(key).lstrip("-").replace("_", "-")
-
-
 def _scalar(value) -> str:
     if isinstance(value, float):
         text = repr(value)
@@ -67,7 +63,7 @@ def _scalar(value) -> str:
 
 def render(settings: dict) -> str:
     """The file's text: the header and one ``flag: value`` line per setting, sorted."""
-    lines = sorted("%s: %s" % (flag(key), _scalar(value))
+    lines = sorted("%s: %s" % (flag_name(key), _scalar(value))
                    for key, value in settings.items() if value is not None)
     return HEADER + "".join(line + "\n" for line in lines)
 
@@ -106,8 +102,8 @@ def merge(settings: dict, overrides: dict, variable: str) -> dict:
     errors, _warnings = check_operator_args(overrides, {})
     if errors:
         raise ConfigError("; ".join("%s[%r]: %s" % (variable, key, reason) for key, reason in errors))
-    merged = {flag(key): value for key, value in settings.items()}
-    merged.update({flag(key): value for key, value in (overrides or {}).items()})
+    merged = {flag_name(key): value for key, value in settings.items()}
+    merged.update({flag_name(key): value for key, value in (overrides or {}).items()})
     return merged
 
 
