@@ -3,10 +3,14 @@
 --config file production uses, started with random weights (--load-format dummy),
 vLLM's own start-up figures beside the planner's, and `vllm bench serve` against it.
 
-  gpu_rehearsal.py calibrate --out DIR [--eager]        # every calibration case
-  gpu_rehearsal.py bench --out DIR --config planned|defaults|seed
-  gpu_rehearsal.py roofline --out DIR                   # concurrency-1 decode vs HBM bound
-  gpu_rehearsal.py restart --out DIR                    # cold vs warm compile cache
+  gpu_rehearsal.py calibrate --out DIR [--eager]   # every calibration case
+  gpu_rehearsal.py bench --out DIR --config planned|defaults|seed [--restart]
+  gpu_rehearsal.py roofline --out DIR              # concurrency-1 decode vs HBM bound
+  gpu_rehearsal.py plot --out DIR                  # serving.json + serving.png (matplotlib)
+
+Each bench start gets a fresh cache folder laid out as vllm@.service lays it out (HOME,
+XDG_CACHE_HOME, VLLM_CACHE_ROOT, TRITON_CACHE_DIR), so its start-up is a cold one;
+--restart then stops the server and starts it again on the same folder (a warm start).
 
 Needs vLLM, torch and nvidia-ml-py on the host (python -m vllm ...), and this
 repository (for module_utils and the shipped model configs).  The model folder holds
@@ -52,6 +56,10 @@ SEED_ARGS = {"tensor-parallel-size": 1, "dtype": "half", "block-size": 2048, "ma
              "trust-remote-code": True}
 SEED_DROPPED = {"tensor-parallel-size 2": "one GPU on this host",
                 "quantization fp8": "refused on a compressed-tensors checkpoint"}
+# Dropped one by one, and only when the server does not start with them.
+SEED_SUSPECTS = ("dtype", "block-size")
+POINT_KEYS = ("output_throughput", "request_throughput", "mean_ttft_ms", "p99_ttft_ms",
+              "mean_tpot_ms", "p99_tpot_ms", "completed", "failed")
 
 
 def gpus() -> list:
@@ -89,7 +97,7 @@ def settings_for(kind: str, model: Path, model_name: str, kv: str = "auto", leng
     base = {"model": str(model), "served-model-name": "gemma", "port": PORT, "host": "127.0.0.1",
             "load-format": "dummy"}
     if kind == "defaults":
-        return dict(base, **{"max-model-len": length}), None
+        return base, None
     if kind == "seed":
         return dict(base, **SEED_ARGS), None
     config = json.loads((MODELS / f"{model_name}.json").read_text())
@@ -200,38 +208,83 @@ def copy_bandwidth(gib: int = 8) -> float:
     return 2 * src.numel() * rounds / (time.perf_counter() - started)
 
 
+def cache_env(cache: Path) -> dict:
+    """The cache layout of roles/vllm_service/templates/vllm@.service.j2."""
+    return {"HOME": str(cache), "XDG_CACHE_HOME": str(cache),
+            "VLLM_CACHE_ROOT": str(cache / "vllm"), "TRITON_CACHE_DIR": str(cache / "triton")}
+
+
+def start(settings: dict, out: Path, tag: str, cache: Path, dropped: dict | None = None):
+    """A healthy server and its seconds to healthy.  With ``dropped`` (the seed's command
+    line), a server that dies on start-up is started again without the next of
+    SEED_SUSPECTS, and the error that stopped it is recorded."""
+    while True:
+        server = Server(settings, out, tag, env=cache_env(cache))
+        try:
+            return server, round(server.wait(), 1)
+        except RuntimeError:
+            died = not server.alive()
+            server.stop()
+            suspects = [key for key in SEED_SUSPECTS if key in settings]
+            if dropped is None or not died or not suspects:
+                raise
+            errors = [line for line in server.log.read_text(errors="replace").splitlines()
+                      if "Error" in line or "error:" in line]
+            dropped[f"{suspects[0]} {settings.pop(suspects[0])}"] = (errors or ["exited"])[-1].strip()
+
+
+def serve_bench(args, settings: dict, concurrency: int) -> dict:
+    """One `vllm bench serve` run: random 1024 in / 256 out, --ignore-eos."""
+    name = f"bench-{args.config}-c{concurrency}.json"
+    prompts = max(2 * concurrency, args.min_prompts)
+    vllm = shutil.which("vllm") or str(Path(sys.executable).parent / "vllm")
+    with (args.out / f"{name}.txt").open("w") as log:
+        subprocess.run([vllm, "bench", "serve", "--base-url", f"http://127.0.0.1:{PORT}",
+                        "--model", "gemma", "--tokenizer", settings["model"],
+                        "--dataset-name", "random", "--random-input-len", "1024",
+                        "--random-output-len", "256", "--ignore-eos",
+                        "--max-concurrency", str(concurrency), "--num-prompts", str(prompts),
+                        "--percentile-metrics", "ttft,tpot,itl,e2el",
+                        "--save-result", "--result-dir", str(args.out), "--result-filename", name],
+                       check=True, stdout=log, stderr=subprocess.STDOUT)
+    result = json.loads((args.out / name).read_text())
+    return {"concurrency": concurrency, "num_prompts": prompts,
+            **{key: result.get(key) for key in POINT_KEYS}}
+
+
+def folder_mib(cache: Path) -> dict:
+    return {sub.name: round(sum(f.stat().st_size for f in sub.rglob("*") if f.is_file()) / (1 << 20), 1)
+            for sub in sorted(cache.iterdir()) if sub.is_dir()}
+
+
 def bench(args) -> None:
+    """Cold start on a fresh cache folder, the concurrency sweep, then (--restart) a warm start."""
     model_name = "gemma-4-31B-it-FP8-block"
-    settings, _planned = settings_for(args.config, model_dir(model_name, args.models), model_name,
-                                      length=args.max_model_len)
-    server = Server(settings, args.out, f"bench-{args.config}")
+    settings, planned = settings_for(args.config, model_dir(model_name, args.models), model_name,
+                                     length=args.max_model_len)
     summary = {"config": args.config, "settings": settings, "points": [],
-               "weight_bytes": _planned["weight_bytes_per_gpu"] if _planned else None}
-    if args.config == "seed":
-        summary["dropped"] = SEED_DROPPED
+               "weight_bytes": planned["weight_bytes_per_gpu"] if planned else None}
+    dropped = dict(SEED_DROPPED) if args.config == "seed" else None
+    if dropped is not None:
+        summary["dropped"] = dropped
+    cache = args.out / f"cache-{args.config}"
+    shutil.rmtree(cache, ignore_errors=True)
+    tag = f"bench-{args.config}"
     try:
-        summary["startup_to_healthy_s"] = round(server.wait(), 1)
-        vllm = shutil.which("vllm") or str(Path(sys.executable).parent / "vllm")
-        for concurrency in args.concurrency:
-            name = f"bench-{args.config}-c{concurrency}.json"
-            subprocess.run([vllm, "bench", "serve", "--base-url", f"http://127.0.0.1:{PORT}", "--model", "gemma",
-                            "--tokenizer", settings["model"], "--dataset-name", "random",
-                            "--random-input-len", "1024", "--random-output-len", "256",
-                            "--ignore-eos", "--max-concurrency", str(concurrency),
-                            "--num-prompts", str(max(2 * concurrency, args.min_prompts)),
-                            "--percentile-metrics", "ttft,tpot,itl,e2el",
-                            "--save-result", "--result-dir", str(args.out), "--result-filename", name],
-                           check=True, stdout=(args.out / f"{name}.txt").open("w"),
-                           stderr=subprocess.STDOUT)
-            result = json.loads((args.out / name).read_text())
-            point = {"concurrency": concurrency, **{k: result.get(k) for k in (
-                "output_throughput", "request_throughput", "mean_ttft_ms", "p99_ttft_ms",
-                "mean_tpot_ms", "completed", "failed")}}
-            summary["points"].append(point)
-            print(json.dumps(point), flush=True)
+        server, summary["cold_start_to_healthy_s"] = start(settings, args.out, tag, cache, dropped)
+        try:
+            for concurrency in args.concurrency:
+                summary["points"].append(serve_bench(args, settings, concurrency))
+                print(json.dumps(summary["points"][-1]), flush=True)
+        finally:
+            server.stop()
+        summary["cache_mib"] = folder_mib(cache)
+        if args.restart:
+            server, summary["warm_start_to_healthy_s"] = start(settings, args.out, f"{tag}-warm", cache)
+            server.stop()
     finally:
-        server.stop()
-        (args.out / f"bench-{args.config}.summary.json").write_text(json.dumps(summary, indent=1))
+        (args.out / f"{tag}.summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps({k: v for k, v in summary.items() if k != "points"}), flush=True)
 
 
 def roofline(args) -> None:
@@ -248,37 +301,55 @@ def roofline(args) -> None:
     print(json.dumps(result), flush=True)
 
 
-def restart(args) -> None:
-    """Start the planned FP8 config twice with one VLLM_CACHE_ROOT: cold, then warm."""
-    model_name = "gemma-4-31B-it-FP8-block"
-    settings, _ = settings_for("planned", model_dir(model_name, args.models), model_name,
-                               length=args.max_model_len)
-    cache = args.out / "vllm-cache"
-    shutil.rmtree(cache, ignore_errors=True)
-    times = {}
-    for tag in ("cold", "warm"):
-        server = Server(settings, args.out, f"restart-{tag}", env={"VLLM_CACHE_ROOT": str(cache)})
-        try:
-            times[tag] = round(server.wait(), 1)
-        finally:
-            server.stop()
-        print(f"{tag} start to healthy: {times[tag]}s", flush=True)
-    (args.out / "restart.json").write_text(json.dumps(times))
+def plot(args) -> None:
+    """serving.json (every summary + the roofline) and serving.png from a bench folder."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    summaries = [json.loads(path.read_text()) for config in ("planned", "defaults", "seed")
+                 if (path := args.out / f"bench-{config}.summary.json").exists()]
+    roof = args.out / "roofline.json"
+    (args.out / "serving.json").write_text(json.dumps(
+        {"configs": summaries, "roofline": json.loads(roof.read_text()) if roof.exists() else None},
+        indent=1))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for summary in summaries:
+        points = summary["points"]
+        xs = [p["concurrency"] for p in points]
+        left.plot(xs, [p["output_throughput"] for p in points], marker="o", label=summary["config"])
+        right.plot(xs, [p["p99_ttft_ms"] for p in points], marker="o", label=summary["config"])
+        for p in points:
+            print(f"{summary['config']:<9} c={p['concurrency']:<4} out {p['output_throughput']:8.1f} tok/s  "
+                  f"{p['request_throughput']:6.2f} req/s  TTFT mean {p['mean_ttft_ms']:8.1f} "
+                  f"p99 {p['p99_ttft_ms']:8.1f} ms  TPOT {p['mean_tpot_ms']:6.2f} ms")
+    for axis, label in ((left, "output tokens/s"), (right, "p99 TTFT (ms)")):
+        axis.set_xscale("log", base=2)
+        axis.set_xlabel("concurrency")
+        axis.set_ylabel(label)
+        axis.grid(True, alpha=0.3)
+        axis.legend()
+    right.set_yscale("log")
+    fig.suptitle("Gemma-4-31B FP8-block (random weights), vLLM 0.25.1, one H200: "
+                 "random 1024 in / 256 out")
+    fig.tight_layout()
+    fig.savefig(args.out / "serving.png", dpi=110)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "restart"])
+    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--models", type=Path, default=Path("/tmp/gpu-rehearsal-models"))
     parser.add_argument("--eager", action="store_true", help="calibrate with --enforce-eager")
     parser.add_argument("--config", choices=["planned", "defaults", "seed"], default="planned")
-    parser.add_argument("--max-model-len", type=int, default=8192)
+    parser.add_argument("--max-model-len", type=int, default=32768,
+                        help="planned configuration (preflight_max_model_len's default)")
+    parser.add_argument("--restart", action="store_true", help="then a warm start on the same cache")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
     parser.add_argument("--min-prompts", type=int, default=8)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    {"calibrate": calibrate, "bench": bench, "roofline": roofline, "restart": restart}[args.mode](args)
+    {"calibrate": calibrate, "bench": bench, "roofline": roofline, "plot": plot}[args.mode](args)
 
 
 if __name__ == "__main__":
