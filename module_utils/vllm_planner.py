@@ -45,14 +45,21 @@ tests/fixtures/calibration where recorded):
   ``max_num_batched_tokens * (3 * intermediate / tp + 4 * hidden) * 2 bytes``, and
   the sampler's float32 logits, ``max_num_seqs * vocab * 4 bytes``;
 * non-torch memory = 0.25 GiB, plus 0.5 GiB of NCCL buffers when tp > 1;
-* CUDA-graph memory comes out of the (1 - gpu_memory_utilization) headroom, not the KV pool.
+* CUDA graphs (cuda engine without ``enforce-eager``) come out of the KV pool: vLLM
+  profiles their memory and subtracts it (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``,
+  on by default, ``gpu_worker.py``).  Modelled as capture sizes x (layers + 1) graph
+  pieces (piecewise graphs split at every attention layer) x a per-piece size MEASURED
+  on the H200: the same Gemma-4-31B FP8-block plan had 96.83 GiB of KV memory eager and
+  95.70 GiB with its 51 x 61 graph pieces (tests/fixtures/calibration/h200-*-graphs).
+  Capture sizes: 1, 2, 4, multiples of 8 below 256, multiples of 16 up to
+  ``min(2 * max_num_seqs, 512)`` (1024 on Blackwell, cc 10.x) -- ``config/vllm.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ansible.module_utils.fp8 import how_vllm_runs, parse_cc
-from ansible.module_utils.vllm_args import check as check_operator_args
+from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
 
 GiB = 1024 ** 3
 
@@ -62,6 +69,7 @@ ENGINES = ("cuda", "cpu", "ascend")
 DEFAULT_BLOCK_SIZE = {"cuda": 16, "ascend": 128, "cpu": 128}
 NON_TORCH_BYTES = GiB // 4
 NCCL_BYTES = GiB // 2
+CUDA_GRAPH_PIECE_BYTES = int(1.13 * GiB / (51 * 61))  # measured, see the module docstring
 
 
 class PlanError(ValueError):
@@ -288,6 +296,22 @@ def batch_defaults(gpu: dict | None) -> tuple[int, int]:
     return 2048, 256
 
 
+def cuda_graph_bytes(shape: Shape, max_seqs: int, gpu: dict) -> int:
+    """KV-pool memory vLLM sets aside for the CUDA graphs it captures."""
+    ceiling = 1024 if parse_cc(gpu["compute_capability"])[0] == 10 else 512
+    largest = min(2 * max_seqs, ceiling)
+    sizes = [size for size in [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, largest + 1, 16))
+             if size <= largest]
+    return len(sizes) * (len(shape.layers) + 1) * CUDA_GRAPH_PIECE_BYTES
+
+
+def _graphs_hint(graphs: int) -> str:
+    if not graphs:
+        return ""
+    return ("; CUDA graphs take %.2f GiB of it (vllm_args['enforce-eager']: true gives it back, "
+            "at the cost of slower decoding)" % (graphs / GiB))
+
+
 def activation_bytes(shape: Shape, tp: int, batched_tokens: int, max_seqs: int) -> int:
     forward = batched_tokens * (3 * shape.intermediate // tp + 4 * shape.hidden) * 2
     sampler = max_seqs * shape.vocab * 4
@@ -371,6 +395,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     kv_bytes = kv_dtype_bytes(kv_cache_dtype, shape.dtype)
     weights_total = int(weight_bytes) if weight_bytes else estimate_weight_bytes(shape)
 
+    graphs = 0
     if engine == "cpu":
         if not cpu_kv_cache_bytes:
             raise PlanError("cpu_kv_cache_bytes: the cpu engine needs the KV cache size "
@@ -393,17 +418,23 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         if engine == "cuda":
             _check_capability(gpus, shape, kv_cache_dtype, warnings)
             quant = _quantization(gpus, shape, quantization)
+            eager = any(flag_name(key) == "enforce-eager" and value not in (False, "false", "False")
+                        for key, value in (vllm_args or {}).items())
+            graphs = 0 if eager else cuda_graph_bytes(shape, max_seqs, smallest)
 
         def available_for(tp_size: int) -> int:
             return budget - non_kv_for(tp_size)
 
         def non_kv_for(tp_size: int) -> int:
             return (cdiv(weights_total, tp_size) + activation_bytes(shape, tp_size, batched, max_seqs)
-                    + NON_TORCH_BYTES + (NCCL_BYTES if tp_size > 1 else 0))
+                    + NON_TORCH_BYTES + (NCCL_BYTES if tp_size > 1 else 0) + graphs)
 
         if tensor_parallel_size == "auto":
-            tp = _auto_tp(shape, gpus, available_for, block, kv_bytes,
-                          max_model_len, batched, weights_total)
+            try:
+                tp = _auto_tp(shape, gpus, available_for, block, kv_bytes,
+                              max_model_len, batched, weights_total)
+            except PlanError as exc:
+                raise PlanError(str(exc) + _graphs_hint(graphs)) from None
         else:
             tp = tensor_parallel_size
             _check_tp(tp, shape, gpus)
@@ -415,7 +446,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
                             "cache in %.1f GiB (gpu_memory_utilization=%s of %.1f GiB)"
                             % (tp, cdiv(weights_total, tp) / GiB,
                                (non_kv - cdiv(weights_total, tp)) / GiB, budget / GiB,
-                               gpu_memory_utilization, smallest["memory_total_bytes"] / GiB))
+                               gpu_memory_utilization, smallest["memory_total_bytes"] / GiB)
+                            + _graphs_hint(graphs))
         if tp > 1 and not nvlink_fully_connected:
             warnings.append("tensor_parallel_size=%d over PCIe: all-reduce crosses PCIe; "
                             "see the NCCL advice of gpu_topology" % tp)
@@ -427,7 +459,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         fits = _longest_fitting(shape, groups, group_size, available, batched)
         raise PlanError("max_model_len=%d does not fit: one request needs %.2f GiB of KV cache, "
                         "%.2f GiB are available; the longest that fits is %d"
-                        % (length, capacity["bytes_per_request"] / GiB, available / GiB, fits))
+                        % (length, capacity["bytes_per_request"] / GiB, available / GiB, fits)
+                        + _graphs_hint(graphs))
     args = {"tensor-parallel-size": tp, "max-model-len": length,
             "gpu-memory-utilization": float(gpu_memory_utilization)}
     if kv_cache_dtype != "auto":
