@@ -45,14 +45,14 @@ tests/fixtures/calibration where recorded):
   ``max_num_batched_tokens * (3 * intermediate / tp + 4 * hidden) * 2 bytes``, and
   the sampler's float32 logits, ``max_num_seqs * vocab * 4 bytes``;
 * non-torch memory = 0.25 GiB, plus 0.5 GiB of NCCL buffers when tp > 1;
-* CUDA graphs (cuda engine without ``enforce-eager``) come out of the KV pool: vLLM
-  profiles their memory and subtracts it (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``,
-  on by default, ``gpu_worker.py``).  Modelled as capture sizes x (layers + 1) graph
-  pieces (piecewise graphs split at every attention layer) x a per-piece size MEASURED
-  on the H200: the same Gemma-4-31B FP8-block plan had 96.83 GiB of KV memory eager and
-  95.70 GiB with its 51 x 61 graph pieces (tests/fixtures/calibration/h200-*-graphs).
-  Capture sizes: 1, 2, 4, multiples of 8 below 256, multiples of 16 up to
-  ``min(2 * max_num_seqs, 512)`` (1024 on Blackwell, cc 10.x) -- ``config/vllm.py``.
+* a cold start's torch.compile (cuda engine without ``enforce-eager``, empty compile
+  cache) takes memory from the KV pool: it compiles during the profile pass, so its
+  buffers count in vLLM's measured peak.  MEASURED on the H200, Gemma-4-31B FP8-block
+  (tests/fixtures/calibration/h200-*-cold, -warm): 95.70 GiB of KV memory on a cold start,
+  96.83 GiB on a warm one (compile cache kept by vllm_service) and eager alike -- CUDA
+  graphs themselves cost the KV pool nothing (vLLM 0.25.1).  Modelled as 0.86 x the profile
+  pass's forward activation (1.13 GiB there); one model measured, so the factor is an
+  assumption for others.  The plan is for the first (cold) start: it must fit too.
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ ENGINES = ("cuda", "cpu", "ascend")
 DEFAULT_BLOCK_SIZE = {"cuda": 16, "ascend": 128, "cpu": 128}
 NON_TORCH_BYTES = GiB // 4
 NCCL_BYTES = GiB // 2
-CUDA_GRAPH_PIECE_BYTES = int(1.13 * GiB / (51 * 61))  # measured, see the module docstring
+COLD_COMPILE_FACTOR = 0.86  # of the profile pass's forward activation; measured, see above
 
 
 class PlanError(ValueError):
@@ -296,26 +296,19 @@ def batch_defaults(gpu: dict | None) -> tuple[int, int]:
     return 2048, 256
 
 
-def cuda_graph_bytes(shape: Shape, max_seqs: int, gpu: dict) -> int:
-    """KV-pool memory vLLM sets aside for the CUDA graphs it captures."""
-    ceiling = 1024 if parse_cc(gpu["compute_capability"])[0] == 10 else 512
-    largest = min(2 * max_seqs, ceiling)
-    sizes = [size for size in [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, largest + 1, 16))
-             if size <= largest]
-    return len(sizes) * (len(shape.layers) + 1) * CUDA_GRAPH_PIECE_BYTES
-
-
-def _graphs_hint(graphs: int) -> str:
-    if not graphs:
+def _cold_compile_hint(compile_bytes: int) -> str:
+    if not compile_bytes:
         return ""
-    return ("; CUDA graphs take %.2f GiB of it (vllm_args['enforce-eager']: true gives it back, "
-            "at the cost of slower decoding)" % (graphs / GiB))
+    return ("; a cold start's torch.compile takes %.2f GiB of it (vllm_args['enforce-eager']: "
+            "true avoids that, at the cost of slower decoding)" % (compile_bytes / GiB))
+
+
+def forward_activation_bytes(shape: Shape, tp: int, batched_tokens: int) -> int:
+    return batched_tokens * (3 * shape.intermediate // tp + 4 * shape.hidden) * 2
 
 
 def activation_bytes(shape: Shape, tp: int, batched_tokens: int, max_seqs: int) -> int:
-    forward = batched_tokens * (3 * shape.intermediate // tp + 4 * shape.hidden) * 2
-    sampler = max_seqs * shape.vocab * 4
-    return max(forward, sampler)
+    return max(forward_activation_bytes(shape, tp, batched_tokens), max_seqs * shape.vocab * 4)
 
 
 def _check_tp(tp, shape: Shape, gpus: list) -> None:
@@ -395,7 +388,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     kv_bytes = kv_dtype_bytes(kv_cache_dtype, shape.dtype)
     weights_total = int(weight_bytes) if weight_bytes else estimate_weight_bytes(shape)
 
-    graphs = 0
+    compile_bytes = 0
     if engine == "cpu":
         if not cpu_kv_cache_bytes:
             raise PlanError("cpu_kv_cache_bytes: the cpu engine needs the KV cache size "
@@ -415,30 +408,35 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         smallest = min(gpus, key=lambda g: g["memory_total_bytes"])
         batched, max_seqs = batch_defaults(smallest)
         budget = int(smallest["memory_total_bytes"] * float(gpu_memory_utilization))
+        compile_share = 0.0
         if engine == "cuda":
             _check_capability(gpus, shape, kv_cache_dtype, warnings)
             quant = _quantization(gpus, shape, quantization)
             eager = any(flag_name(key) == "enforce-eager" and value not in (False, "false", "False")
                         for key, value in (vllm_args or {}).items())
-            graphs = 0 if eager else cuda_graph_bytes(shape, max_seqs, smallest)
+            compile_share = 0.0 if eager else COLD_COMPILE_FACTOR
 
         def available_for(tp_size: int) -> int:
             return budget - non_kv_for(tp_size)
 
         def non_kv_for(tp_size: int) -> int:
             return (cdiv(weights_total, tp_size) + activation_bytes(shape, tp_size, batched, max_seqs)
-                    + NON_TORCH_BYTES + (NCCL_BYTES if tp_size > 1 else 0) + graphs)
+                    + NON_TORCH_BYTES + (NCCL_BYTES if tp_size > 1 else 0)
+                    + compile_for(tp_size))
+
+        def compile_for(tp_size: int) -> int:
+            return int(compile_share * forward_activation_bytes(shape, tp_size, batched))
 
         if tensor_parallel_size == "auto":
             try:
                 tp = _auto_tp(shape, gpus, available_for, block, kv_bytes,
                               max_model_len, batched, weights_total)
             except PlanError as exc:
-                raise PlanError(str(exc) + _graphs_hint(graphs)) from None
+                raise PlanError(str(exc) + _cold_compile_hint(compile_for(1))) from None
         else:
             tp = tensor_parallel_size
             _check_tp(tp, shape, gpus)
-        non_kv = non_kv_for(tp)
+        non_kv, compile_bytes = non_kv_for(tp), compile_for(tp)
         available = budget - non_kv
         if available <= 0:
             raise PlanError("tensor_parallel_size=%d: the model does not fit: %.1f GiB of weights "
@@ -447,7 +445,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
                             % (tp, cdiv(weights_total, tp) / GiB,
                                (non_kv - cdiv(weights_total, tp)) / GiB, budget / GiB,
                                gpu_memory_utilization, smallest["memory_total_bytes"] / GiB)
-                            + _graphs_hint(graphs))
+                            + _cold_compile_hint(compile_bytes))
         if tp > 1 and not nvlink_fully_connected:
             warnings.append("tensor_parallel_size=%d over PCIe: all-reduce crosses PCIe; "
                             "see the NCCL advice of gpu_topology" % tp)
@@ -460,7 +458,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         raise PlanError("max_model_len=%d does not fit: one request needs %.2f GiB of KV cache, "
                         "%.2f GiB are available; the longest that fits is %d"
                         % (length, capacity["bytes_per_request"] / GiB, available / GiB, fits)
-                        + _graphs_hint(graphs))
+                        + _cold_compile_hint(compile_bytes))
     args = {"tensor-parallel-size": tp, "max-model-len": length,
             "gpu-memory-utilization": float(gpu_memory_utilization)}
     if kv_cache_dtype != "auto":
