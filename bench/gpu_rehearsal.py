@@ -234,7 +234,10 @@ def start(settings: dict, out: Path, tag: str, cache: Path, dropped: dict | None
 
 
 def serve_bench(args, settings: dict, concurrency: int) -> dict:
-    """One `vllm bench serve` run: random 1024 in / 256 out, --ignore-eos."""
+    """One `vllm bench serve` run: random 1024 in / 256 out, --ignore-eos.  Each level
+    has its own prompts (--seed), so the prefix cache carries nothing from the level
+    before, and first runs one batch of warm-up requests, so kernels compiled on the
+    first batch of a new size are not timed (the first H200 sweep had neither)."""
     name = f"bench-{args.config}-c{concurrency}.json"
     prompts = max(2 * concurrency, args.min_prompts)
     vllm = shutil.which("vllm") or str(Path(sys.executable).parent / "vllm")
@@ -244,6 +247,7 @@ def serve_bench(args, settings: dict, concurrency: int) -> dict:
                         "--dataset-name", "random", "--random-input-len", "1024",
                         "--random-output-len", "256", "--ignore-eos",
                         "--max-concurrency", str(concurrency), "--num-prompts", str(prompts),
+                        "--seed", str(concurrency), "--num-warmups", str(concurrency),
                         "--percentile-metrics", "ttft,tpot,itl,e2el",
                         "--save-result", "--result-dir", str(args.out), "--result-filename", name],
                        check=True, stdout=log, stderr=subprocess.STDOUT)
