@@ -62,6 +62,23 @@ options:
     description: The running kernel (C(ansible_kernel)); tests give another.
     type: str
     required: true
+  package_manager:
+    description:
+      - C(dnf) (the RHEL family, Kylin V10 included) adds C(dnf_install), how NVIDIA's guide installs
+        the branch there, or C(install_error) naming the setting it cannot honour.
+    type: str
+    choices: [apt, dnf, other]
+    default: apt
+  kernel_modules:
+    description: C(dkms) or C(precompiled) (role variable C(nvidia_driver_kernel_modules)).
+    type: str
+    choices: [dkms, precompiled]
+    default: dkms
+  source:
+    description: Where packages come from (role variable C(nvidia_driver_source)).
+    type: str
+    choices: [cuda_repo, mirror, distribution]
+    default: cuda_repo
 attributes:
   check_mode:
     support: full
@@ -85,7 +102,9 @@ EXAMPLES = r"""
 RETURN = r"""
 ansible_facts:
   description: C(nvidia_driver) with C(loaded), C(packages), C(satisfied), C(fabricmanager), C(drift),
-    C(problems), C(reboot_required), C(secure_boot), C(kernel_headers), C(nouveau_loaded), C(repo_folder).
+    C(problems), C(reboot_required), C(secure_boot), C(kernel_headers), C(nouveau_loaded), C(repo_folder),
+    and with O(package_manager=dnf) C(dnf_install) (C(module_stream), C(branch_lock), C(packages), C(lock))
+    and C(install_error).
   returned: always
   type: dict
   sample:
@@ -98,7 +117,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nvidia_driver import (
-    DriverError, decide, host_state, parse_package_query, repo_folder)
+    DriverError, decide, dnf_install, host_state, parse_package_query, repo_folder)
 
 
 def installed_versions(module, names):
@@ -127,6 +146,9 @@ def main():
             distribution_major_version=dict(type="str", required=True),
             architecture=dict(type="str", default="x86_64"),
             kernel_release=dict(type="str", required=True),
+            package_manager=dict(type="str", default="apt", choices=["apt", "dnf", "other"]),
+            kernel_modules=dict(type="str", default="dkms", choices=["dkms", "precompiled"]),
+            source=dict(type="str", default="cuda_repo", choices=["cuda_repo", "mirror", "distribution"]),
         ),
         supports_check_mode=True,
     )
@@ -142,6 +164,12 @@ def main():
                                            p["architecture"])
     except DriverError as exc:
         facts["repo_folder"], facts["repo_error"] = None, str(exc)
+    if p["package_manager"] == "dnf":
+        try:
+            facts["dnf_install"], facts["install_error"] = dnf_install(
+                facts["repo_folder"], p["branch"], p["open_modules"], p["kernel_modules"], p["source"]), None
+        except DriverError as exc:
+            facts["dnf_install"], facts["install_error"] = None, str(exc)
     module.exit_json(changed=False, ansible_facts={"nvidia_driver": facts})
 
 

@@ -40,6 +40,38 @@ def repo_folder(distribution: str, major_version: str, architecture: str) -> str
     return "%s/%s" % (folder, arch)
 
 
+# NVIDIA's driver installation guide (R570+ packaging) for the RHEL family: RHEL 8/9 and
+# their rebuilds enable the module stream of the branch and install nvidia-open; RHEL 10
+# has no module streams and locks the branch with versionlock before installing.
+DNF_DRIVER_PACKAGES = ["nvidia-open", "nvidia-driver", "kmod-nvidia-open-dkms"]
+
+
+def dnf_install(folder: str | None, branch: int, open_modules: bool, kernel_modules: str,
+                source: str) -> dict:
+    """How the RHEL family (repository folder rhel8/rhel9/rhel10) installs ``branch``,
+    or DriverError naming the setting that the role cannot honour there."""
+    if source == "distribution":
+        raise DriverError("nvidia_driver_source: distribution: the RHEL family has no NVIDIA driver "
+                          "of its own; use cuda_repo or mirror (NVIDIA's %s repository)"
+                          % (folder or "rhel").split("/")[0])
+    if not open_modules:
+        raise DriverError("nvidia_driver_open: false: on the RHEL family the role installs the open "
+                          "kernel modules (nvidia-open) only, which Turing and newer GPUs run")
+    if kernel_modules != "dkms":
+        raise DriverError("nvidia_driver_kernel_modules: %s: NVIDIA's precompiled RHEL-family streams "
+                          "carry the proprietary modules only; use dkms (kernel-devel of the running "
+                          "kernel)" % kernel_modules)
+    release = (folder or "").split("/")[0]
+    if release in ("rhel8", "rhel9"):
+        return {"module_stream": "nvidia-driver:%d-open" % branch, "branch_lock": None,
+                "packages": ["nvidia-open"], "lock": DNF_DRIVER_PACKAGES}
+    if release == "rhel10":
+        return {"module_stream": None, "branch_lock": "*nvidia*%d*" % branch,
+                "packages": ["nvidia-open"], "lock": DNF_DRIVER_PACKAGES}
+    raise DriverError("nvidia_driver_source: no NVIDIA RHEL-family repository for this host "
+                      "(folder %s)" % (folder or "unknown"))
+
+
 def parse_proc_version(text: str) -> dict:
     """``/proc/driver/nvidia/version`` -> ``{"version", "open"}`` (empty dict when absent)."""
     match = re.search(r"NVRM version: (.*?Kernel Module)\s.*?\s(\d+\.\d+(?:\.\d+)?)\s", text or "")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils.nvidia_driver import (
-    DriverError, decide, parse_package_query, parse_proc_version, repo_folder, secure_boot,
-    upstream_version)
+    DriverError, decide, dnf_install, parse_package_query, parse_proc_version, repo_folder,
+    secure_boot, upstream_version)
 
 # /proc/driver/nvidia/version of the lent H200 host (device tool, 2026-11-29)
 H200_PROC = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
@@ -96,11 +96,46 @@ def test_a_fresh_install_needs_a_reboot_and_fabric_manager_follows_the_package()
     assert after["reboot_required"] and after["fabricmanager"]["version"] == "580.159.04"
 
 
-def test_the_module_on_a_host_without_a_driver(run_module):
+def test_the_module_on_a_kylin_host_without_a_driver(run_module):
     facts = run_module("nvidia_driver_facts", dict(
-        branch=580, driver_package="nvidia-driver-580-open",
-        fabricmanager_package="nvidia-fabricmanager-580", distribution="Kylin Linux Advanced Server",
-        distribution_major_version="V10", kernel_release="4.19.90-52.22.v2207.ky10.x86_64"),
+        branch=580, driver_package="nvidia-driver", fabricmanager_package="nvidia-fabric-manager",
+        distribution="Kylin Linux Advanced Server", distribution_major_version="V10",
+        kernel_release="4.19.90-52.22.v2207.ky10.x86_64", package_manager="dnf"),
         check_mode=True)["ansible_facts"]["nvidia_driver"]
     assert facts["repo_folder"] == "rhel8/x86_64" and not facts["satisfied"]
     assert facts["kernel_headers"] is False
+    # Kylin V10 installs like RHEL 8: the branch's module stream, then nvidia-open
+    assert facts["dnf_install"]["module_stream"] == "nvidia-driver:580-open"
+    assert facts["dnf_install"]["packages"] == ["nvidia-open"] and facts["install_error"] is None
+
+
+@pytest.mark.parametrize("folder, stream, branch_lock", [
+    ("rhel8/x86_64", "nvidia-driver:580-open", None),
+    ("rhel9/sbsa", "nvidia-driver:580-open", None),
+    ("rhel10/x86_64", None, "*nvidia*580*"),
+])
+def test_rhel_family_installs_follow_nvidias_guide(folder, stream, branch_lock):
+    plan = dnf_install(folder, 580, open_modules=True, kernel_modules="dkms", source="cuda_repo")
+    assert (plan["module_stream"], plan["branch_lock"]) == (stream, branch_lock)
+    assert plan["lock"] == ["nvidia-open", "nvidia-driver", "kmod-nvidia-open-dkms"]
+
+
+@pytest.mark.parametrize("settings, named", [
+    (dict(open_modules=False), "nvidia_driver_open"),
+    (dict(kernel_modules="precompiled"), "nvidia_driver_kernel_modules: precompiled"),
+    (dict(source="distribution"), "nvidia_driver_source: distribution"),
+])
+def test_rhel_family_refuses_what_nvidias_packages_do_not_offer(settings, named):
+    args = dict(open_modules=True, kernel_modules="dkms", source="cuda_repo")
+    with pytest.raises(DriverError, match=named):
+        dnf_install("rhel9/x86_64", 580, **dict(args, **settings))
+
+
+def test_the_module_names_what_the_rhel_family_cannot_do(run_module):
+    facts = run_module("nvidia_driver_facts", dict(
+        branch=580, driver_package="nvidia-driver", fabricmanager_package="nvidia-fabric-manager",
+        distribution="Rocky", distribution_major_version="9", kernel_release="5.14.0-503.el9.x86_64",
+        package_manager="dnf", kernel_modules="precompiled"),
+        check_mode=True)["ansible_facts"]["nvidia_driver"]
+    assert facts["dnf_install"] is None
+    assert facts["install_error"].startswith("nvidia_driver_kernel_modules: precompiled")
