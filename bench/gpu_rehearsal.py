@@ -233,12 +233,17 @@ def start(settings: dict, out: Path, tag: str, cache: Path, dropped: dict | None
             dropped[f"{suspects[0]} {settings.pop(suspects[0])}"] = (errors or ["exited"])[-1].strip()
 
 
+def label(args) -> str:
+    """planned, planned-kvfp8, defaults, seed."""
+    return args.config + (f"-kv{args.kv_cache_dtype}" if args.kv_cache_dtype != "auto" else "")
+
+
 def serve_bench(args, settings: dict, concurrency: int) -> dict:
     """One `vllm bench serve` run: random 1024 in / 256 out, --ignore-eos.  Each level
     has its own prompts (--seed), so the prefix cache carries nothing from the level
     before, and first runs one batch of warm-up requests, so kernels compiled on the
     first batch of a new size are not timed (the first H200 sweep had neither)."""
-    name = f"bench-{args.config}-c{concurrency}.json"
+    name = f"bench-{label(args)}-c{concurrency}.json"
     prompts = max(2 * concurrency, args.min_prompts)
     vllm = shutil.which("vllm") or str(Path(sys.executable).parent / "vllm")
     with (args.out / f"{name}.txt").open("w") as log:
@@ -265,15 +270,15 @@ def bench(args) -> None:
     """Cold start on a fresh cache folder, the concurrency sweep, then (--restart) a warm start."""
     model_name = "gemma-4-31B-it-FP8-block"
     settings, planned = settings_for(args.config, model_dir(model_name, args.models), model_name,
-                                     length=args.max_model_len)
-    summary = {"config": args.config, "settings": settings, "points": [],
+                                     kv=args.kv_cache_dtype, length=args.max_model_len)
+    summary = {"config": label(args), "settings": settings, "points": [],
                "weight_bytes": planned["weight_bytes_per_gpu"] if planned else None}
     dropped = dict(SEED_DROPPED) if args.config == "seed" else None
     if dropped is not None:
         summary["dropped"] = dropped
-    cache = args.out / f"cache-{args.config}"
+    cache = args.out / f"cache-{label(args)}"
     shutil.rmtree(cache, ignore_errors=True)
-    tag = f"bench-{args.config}"
+    tag = f"bench-{label(args)}"
     try:
         server, summary["cold_start_to_healthy_s"] = start(settings, args.out, tag, cache, dropped)
         try:
@@ -310,8 +315,7 @@ def plot(args) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    summaries = [json.loads(path.read_text()) for config in ("planned", "defaults", "seed")
-                 if (path := args.out / f"bench-{config}.summary.json").exists()]
+    summaries = [json.loads(path.read_text()) for path in sorted(args.out.glob("bench-*.summary.json"))]
     roof = args.out / "roofline.json"
     (args.out / "serving.json").write_text(json.dumps(
         {"configs": summaries, "roofline": json.loads(roof.read_text()) if roof.exists() else None},
@@ -349,6 +353,8 @@ def main() -> None:
     parser.add_argument("--max-model-len", type=int, default=32768,
                         help="planned configuration (preflight_max_model_len's default)")
     parser.add_argument("--restart", action="store_true", help="then a warm start on the same cache")
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"],
+                        help="the planned configuration's KV cache (preflight_kv_cache_dtype)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
     parser.add_argument("--min-prompts", type=int, default=8)
     args = parser.parse_args()
