@@ -16,8 +16,8 @@ description:
     answering, the right module flavour), which fabric manager version NVSwitch systems need
     (exactly the driver's), and reports drift between the loaded driver, the installed packages and
     fabric manager.
-  - Package versions come from C(dpkg-query) or C(rpm); a host without either (a container image
-    whose driver comes from the host) has no driver packages.
+  - Package versions come from C(dpkg-query) or C(rpm) (C(rpm) with O(package_manager=dnf)); a host
+    without either (a container image whose driver comes from the host) has no driver packages.
   - Read-only; sets C(ansible_facts.nvidia_driver).
 version_added: "0.1.0"
 author: vllm-fleet
@@ -120,9 +120,12 @@ from ansible.module_utils.nvidia_driver import (
     DriverError, decide, dnf_install, host_state, parse_package_query, repo_folder)
 
 
-def installed_versions(module, names):
-    """Installed versions of ``names`` (missing ones left out)."""
+def installed_versions(module, names, package_manager):
+    """Installed versions of ``names`` (missing ones left out), from the package manager's
+    database (apt: dpkg, dnf: rpm; otherwise whichever the host has)."""
     dpkg, rpm = module.get_bin_path("dpkg-query"), module.get_bin_path("rpm")
+    if package_manager == "dnf":
+        dpkg = None
     if dpkg:
         argv = [dpkg, "-W", "-f=${Package}\t${Version}\t${db:Status-Abbrev}\n"] + names
     elif rpm:
@@ -153,7 +156,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    packages = installed_versions(module, [p["driver_package"], p["fabricmanager_package"]])
+    packages = installed_versions(module, [p["driver_package"], p["fabricmanager_package"]],
+                                  p["package_manager"])
     state = host_state("/proc/driver/nvidia/version", "/sys/firmware/efi/efivars",
                        p["kernel_release"], "/lib/modules", "/sys/module")
     facts = decide(state["loaded"], p["nvml_ok"], p["branch"], packages, p["driver_package"],
