@@ -330,10 +330,10 @@ def plot(args) -> None:
             print(f"{summary['config']:<9} c={p['concurrency']:<4} out {p['output_throughput']:8.1f} tok/s  "
                   f"{p['request_throughput']:6.2f} req/s  TTFT mean {p['mean_ttft_ms']:8.1f} "
                   f"p99 {p['p99_ttft_ms']:8.1f} ms  TPOT {p['mean_tpot_ms']:6.2f} ms")
-    for axis, label in ((left, "output tokens/s"), (right, "p99 TTFT (ms)")):
+    for axis, ylabel in ((left, "output tokens/s"), (right, "p99 TTFT (ms)")):
         axis.set_xscale("log", base=2)
         axis.set_xlabel("concurrency")
-        axis.set_ylabel(label)
+        axis.set_ylabel(ylabel)
         axis.grid(True, alpha=0.3)
         axis.legend()
     right.set_yscale("log")

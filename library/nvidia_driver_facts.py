@@ -123,9 +123,8 @@ from ansible.module_utils.nvidia_driver import (
 def installed_versions(module, names, package_manager):
     """Installed versions of ``names`` (missing ones left out), from the package manager's
     database (apt: dpkg, dnf: rpm; otherwise whichever the host has)."""
-    dpkg, rpm = module.get_bin_path("dpkg-query"), module.get_bin_path("rpm")
-    if package_manager == "dnf":
-        dpkg = None
+    dpkg = module.get_bin_path("dpkg-query") if package_manager != "dnf" else None
+    rpm = module.get_bin_path("rpm")
     if dpkg:
         argv = [dpkg, "-W", "-f=${Package}\t${Version}\t${db:Status-Abbrev}\n"] + names
     elif rpm:

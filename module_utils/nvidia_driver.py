@@ -62,12 +62,11 @@ def dnf_install(folder: str | None, branch: int, open_modules: bool, kernel_modu
                           "carry the proprietary modules only; use dkms (kernel-devel of the running "
                           "kernel)" % kernel_modules)
     release = (folder or "").split("/")[0]
+    install = {"packages": ["nvidia-open"], "lock": DNF_DRIVER_PACKAGES}
     if release in ("rhel8", "rhel9"):
-        return {"module_stream": "nvidia-driver:%d-open" % branch, "branch_lock": None,
-                "packages": ["nvidia-open"], "lock": DNF_DRIVER_PACKAGES}
+        return dict(install, module_stream="nvidia-driver:%d-open" % branch, branch_lock=None)
     if release == "rhel10":
-        return {"module_stream": None, "branch_lock": "*nvidia*%d*" % branch,
-                "packages": ["nvidia-open"], "lock": DNF_DRIVER_PACKAGES}
+        return dict(install, module_stream=None, branch_lock="*nvidia*%d*" % branch)
     raise DriverError("nvidia_driver_source: no NVIDIA RHEL-family repository for this host "
                       "(folder %s)" % (folder or "unknown"))
 
