@@ -3,14 +3,16 @@
 --config file production uses, started with random weights (--load-format dummy),
 vLLM's own start-up figures beside the planner's, and `vllm bench serve` against it.
 
-  gpu_rehearsal.py calibrate --out DIR [--eager]   # every calibration case
+  gpu_rehearsal.py calibrate --out DIR [--eager] [--case MODEL:KV:LEN]  # calibration cases
   gpu_rehearsal.py bench --out DIR --config planned|defaults|seed [--restart]
   gpu_rehearsal.py roofline --out DIR              # concurrency-1 decode vs HBM bound
   gpu_rehearsal.py plot --out DIR                  # serving.json + serving.png (matplotlib)
+  gpu_rehearsal.py table --out DIR                 # calibration.md: the planner vs every fixture
 
 Each bench start gets a fresh cache folder laid out as vllm@.service lays it out (HOME,
 XDG_CACHE_HOME, VLLM_CACHE_ROOT, TRITON_CACHE_DIR), so its start-up is a cold one;
---restart then stops the server and starts it again on the same folder (a warm start).
+--restart then stops the server and starts it again on the same folder (a warm start);
+--cache DIR keeps one folder across runs instead (shorter starts, reported as such).
 
 Needs vLLM, torch and nvidia-ml-py on the host (python -m vllm ...), and this
 repository (for module_utils and the shipped model configs).  The model folder holds
@@ -155,7 +157,8 @@ class Server:
 
 def calibrate(args) -> None:
     rows = []
-    for model_name, kv, length in CASES:
+    chosen = [case for case in CASES if not args.case or ":".join(map(str, case)) in args.case]
+    for model_name, kv, length in chosen:
         tag = f"calib-{model_name}-kv{kv}-{length}"
         settings, planned = settings_for("planned", model_dir(model_name, args.models), model_name,
                                          kv, length, args.eager)
@@ -192,6 +195,30 @@ def table_row(row: dict) -> str:
             f"({ratio(p['kv_cache_tokens'], m.get('kv_cache_tokens'))})  "
             f"concurrency {p['max_concurrency']:6.2f} vs {m.get('max_concurrency', 0):6.2f} "
             f"({ratio(p['max_concurrency'], m.get('max_concurrency'))})")
+
+
+def table(args) -> None:
+    """calibration.md: the planner beside every start-up log in tests/fixtures/calibration
+    (what tests/unit/test_calibration.py checks), as a Markdown table.  No GPU needed."""
+    import yaml
+    rows = ["| case | weights GiB plan / vLLM | KV memory GiB plan / vLLM | KV tokens plan / vLLM "
+            "| concurrency plan / vLLM |", "|---|---|---|---|---|"]
+    diff = lambda a, b: f"{a:,.2f} / {b:,.2f} ({(a / b - 1) * 100:+.1f} %)" if b else "-"  # noqa: E731
+    for path in sorted((ROOT / "tests" / "fixtures" / "calibration").glob("*.json")):
+        case = json.loads(path.read_text())
+        ran_with = yaml.safe_load(case.get("config", "")) or {}
+        p = plan(json.loads((MODELS / f"{case['model']}.json").read_text()), case.get("gpus", []),
+                 engine=case["engine"], max_model_len=case["max_model_len"],
+                 cpu_kv_cache_bytes=case.get("cpu_kv_cache_bytes"),
+                 kv_cache_dtype=case.get("kv_cache_dtype", "auto"),
+                 vllm_args={k: v for k, v in ran_with.items() if k == "enforce-eager"})
+        m = parse_startup_log(case["log"])
+        rows.append(f"| {path.stem} | {diff(p['weight_bytes_per_gpu'] / GiB, m.get('model_loading_gib'))} "
+                    f"| {diff(p['kv_cache_bytes_per_gpu'] / GiB, m.get('available_kv_cache_gib'))} "
+                    f"| {diff(p['kv_cache_tokens'], m['kv_cache_tokens']).replace('.00 ', ' ')} "
+                    f"| {diff(p['max_concurrency'], m['max_concurrency'])} |")
+    (args.out / "calibration.md").write_text("\n".join(rows) + "\n")
+    print("\n".join(rows))
 
 
 def copy_bandwidth(gib: int = 8) -> float:
@@ -276,11 +303,13 @@ def bench(args) -> None:
     dropped = dict(SEED_DROPPED) if args.config == "seed" else None
     if dropped is not None:
         summary["dropped"] = dropped
-    cache = args.out / f"cache-{label(args)}"
-    shutil.rmtree(cache, ignore_errors=True)
+    cache = args.cache or args.out / f"cache-{label(args)}"
+    if not args.cache:
+        shutil.rmtree(cache, ignore_errors=True)
+    start_key = "shared_cache_start_to_healthy_s" if args.cache else "cold_start_to_healthy_s"
     tag = f"bench-{label(args)}"
     try:
-        server, summary["cold_start_to_healthy_s"] = start(settings, args.out, tag, cache, dropped)
+        server, summary[start_key] = start(settings, args.out, tag, cache, dropped)
         try:
             for concurrency in args.concurrency:
                 summary["points"].append(serve_bench(args, settings, concurrency))
@@ -322,7 +351,7 @@ def plot(args) -> None:
         indent=1))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for summary in summaries:
-        points = summary["points"]
+        points = sorted(summary["points"], key=lambda p: p["concurrency"])
         xs = [p["concurrency"] for p in points]
         left.plot(xs, [p["output_throughput"] for p in points], marker="o", label=summary["config"])
         right.plot(xs, [p["p99_ttft_ms"] for p in points], marker="o", label=summary["config"])
@@ -345,21 +374,26 @@ def plot(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot"])
+    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--models", type=Path, default=Path("/tmp/gpu-rehearsal-models"))
     parser.add_argument("--eager", action="store_true", help="calibrate with --enforce-eager")
+    parser.add_argument("--case", action="append", metavar="MODEL:KV:LEN",
+                        help="calibrate only these cases, e.g. gemma-4-31B-it:fp8:8192 (repeatable)")
     parser.add_argument("--config", choices=["planned", "defaults", "seed"], default="planned")
     parser.add_argument("--max-model-len", type=int, default=32768,
                         help="planned configuration (preflight_max_model_len's default)")
     parser.add_argument("--restart", action="store_true", help="then a warm start on the same cache")
+    parser.add_argument("--cache", type=Path, help="a cache folder kept and shared across runs (the "
+                        "kernels other configurations built are reused: not a cold start)")
     parser.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"],
                         help="the planned configuration's KV cache (preflight_kv_cache_dtype)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
     parser.add_argument("--min-prompts", type=int, default=8)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    {"calibrate": calibrate, "bench": bench, "roofline": roofline, "plot": plot}[args.mode](args)
+    {"calibrate": calibrate, "bench": bench, "roofline": roofline, "plot": plot,
+     "table": table}[args.mode](args)
 
 
 if __name__ == "__main__":
