@@ -40,3 +40,10 @@ def test_nouveau_is_blacklisted_and_the_daemons_are_enabled(host):
     assert "blacklist nouveau" in host.file("/etc/modprobe.d/blacklist-nouveau-vllm-fleet.conf").content_string
     assert host.service("nvidia-persistenced").is_enabled
     assert host.service("nvidia-fabricmanager").is_enabled
+
+
+def test_a_host_with_a_loaded_driver_gets_the_plugin_and_a_running_fabric_manager(host):
+    # side_effect.yml: the driver counted as loaded (STAND-IN), fabric manager, its
+    # repository and the versionlock plugin removed, the role applied again
+    assert host.run("rpm -q python3-dnf-plugin-versionlock").rc == 0
+    assert host.service("nvidia-fabricmanager").is_running
