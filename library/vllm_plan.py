@@ -81,6 +81,12 @@ options:
     description: Prefix for parameter names in error messages (a role passes its own, e.g. C(preflight_)).
     type: str
     default: ""
+  variable_names:
+    description:
+      - Inventory variable to name in error messages, per parameter, where it is not I(variable_prefix)
+        + the parameter (e.g. C(vllm_args) came from C(vllm_service_args)).
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
@@ -156,6 +162,7 @@ def main():
             vllm_args=dict(type="dict", default={}),
             vllm_env=dict(type="dict", default={}),
             variable_prefix=dict(type="str", default=""),
+            variable_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -175,8 +182,10 @@ def main():
                                                      "tensor_parallel_size")
         result = plan(config, params["gpus"], **kwargs)
     except PlanError as exc:
+        names = params["variable_names"]
         module.fail_json(msg=re.sub(r"(^|; )([a-z_]+)(?=[=:\[])",
-                                    lambda m: m.group(1) + params["variable_prefix"] + m.group(2),
+                                    lambda m: m.group(1) + names.get(m.group(2),
+                                                                     params["variable_prefix"] + m.group(2)),
                                     str(exc)))
     module.exit_json(changed=False, plan=result)
 

@@ -62,6 +62,10 @@ def test_vllm_plan_names_the_operators_variable(run_module):
                                    "vllm_args": {"swap-space": 4}})
     assert bad["failed"]
     assert bad["msg"].startswith("preflight_vllm_args['swap-space']: --swap-space was removed")
+    named = run_module("vllm_plan", {"model_config": FP8_BLOCK, "gpus": [gpu], "variable_prefix": "preflight_",
+                                     "variable_names": {"vllm_args": "vllm_service_args"},
+                                     "vllm_args": {"swap-space": 4}})
+    assert named["msg"].startswith("vllm_service_args['swap-space']: --swap-space was removed")
 
 
 def test_vllm_plan_reads_a_config_path(run_module, tmp_path):
