@@ -459,6 +459,10 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
                         "%.2f GiB are available; the longest that fits is %d"
                         % (length, capacity["bytes_per_request"] / GiB, available / GiB, fits)
                         + _cold_compile_hint(compile_bytes))
+    if engine == "cuda" and kv_cache_dtype.startswith("fp8"):
+        auto_groups, auto_group_size = kv_groups(shape, tp, block, kv_dtype_bytes("auto", shape.dtype))
+        warnings.append(_fp8_kv_tradeoff(kv_cache_dtype, capacity, kv_capacity(
+            auto_groups, auto_group_size, available, length, batched)))
     args = {"tensor-parallel-size": tp, "max-model-len": length,
             "gpu-memory-utilization": float(gpu_memory_utilization)}
     if kv_cache_dtype != "auto":
@@ -497,6 +501,15 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         "vllm_env": env,
         "warnings": warnings,
     }
+
+
+def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict) -> str:
+    """What an FP8 KV cache buys and costs, as measured (bench/results/h200/README.md)."""
+    return ("kv_cache_dtype=%s holds %d tokens (concurrency %.2f at max_model_len) where auto holds "
+            "%d (%.2f), but on an H200 (vLLM 0.25.1, Gemma-4-31B FP8-block) it served 5-14 %% fewer "
+            "tokens/s than auto at 1-128 concurrent requests: choose it only when auto's concurrency "
+            "is too low for the traffic" % (kv_cache_dtype, fp8["kv_cache_tokens"], fp8["max_concurrency"],
+                                              auto["kv_cache_tokens"], auto["max_concurrency"]))
 
 
 def _check_capability(gpus: list, shape: Shape, kv_cache_dtype: str, warnings: list) -> None:

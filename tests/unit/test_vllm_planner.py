@@ -216,3 +216,12 @@ def test_the_cpu_engine_carries_its_kv_cache_size_in_the_environment():
              cpu_kv_cache_bytes=2 * 1073741824, vllm_env={"VLLM_LOGGING_LEVEL": "DEBUG"})
     assert p["vllm_env"] == {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_LOGGING_LEVEL": "DEBUG"}
     assert p["device_groups"] == [[]] and "gpu-memory-utilization" not in p["vllm_args"]
+
+
+def test_an_fp8_kv_cache_says_what_it_buys_and_costs():
+    fp8 = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, kv_cache_dtype="fp8")
+    auto = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768)
+    text = " ".join(fp8["warnings"])
+    assert fp8["kv_cache_tokens"] > 1.9 * auto["kv_cache_tokens"]
+    assert f"holds {fp8['kv_cache_tokens']} tokens" in text and f"auto holds {auto['kv_cache_tokens']}" in text
+    assert "5-14 % fewer tokens/s" in text and auto["warnings"] == []
