@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 from ansible.module_utils import gpu_facts  # noqa: E402
 from ansible.module_utils.vllm_config import check_with_vllm, render  # noqa: E402
-from ansible.module_utils.vllm_log import parse_startup_log  # noqa: E402
+from ansible.module_utils.vllm_log import parse_startup_log, replay  # noqa: E402
 from ansible.module_utils.vllm_planner import plan  # noqa: E402
 from ansible.module_utils.vllm_probe import ProbeError, wait_healthy  # noqa: E402
 
@@ -181,42 +181,33 @@ def calibrate(args) -> None:
                                                   "CUDA graph", "torch.compile takes"))]}
         rows.append(row)
         (args.out / "calibration.json").write_text(json.dumps(rows, indent=1))
-        print(table_row(row), flush=True)
+        if len(rows) == 1:
+            print(CALIBRATION_HEADER)
+        print(calibration_row(f"{model_name} kv={kv} len={length}", planned, measured), flush=True)
 
 
-def table_row(row: dict) -> str:
-    m, p = row["measured"], row["predicted"]
-    ratio = lambda a, b: f"{(a / b - 1) * 100:+.1f}%" if a and b else "n/a"  # noqa: E731
-    weights = p["weight_bytes_per_gpu"] / GiB
-    return (f"{row['model']:<26} kv={row['kv_cache_dtype']:<4} len={row['max_model_len']:<6} "
-            f"weights {weights:6.2f} vs {m.get('model_loading_gib', 0):6.2f} GiB "
-            f"({ratio(weights, m.get('model_loading_gib'))})  "
-            f"KV tokens {p['kv_cache_tokens']:>8} vs {m.get('kv_cache_tokens', 0):>8} "
-            f"({ratio(p['kv_cache_tokens'], m.get('kv_cache_tokens'))})  "
-            f"concurrency {p['max_concurrency']:6.2f} vs {m.get('max_concurrency', 0):6.2f} "
-            f"({ratio(p['max_concurrency'], m.get('max_concurrency'))})")
+CALIBRATION_HEADER = ("| case | weights GiB plan / vLLM | KV memory GiB plan / vLLM | KV tokens plan / vLLM "
+                      "| concurrency plan / vLLM |\n|---|---|---|---|---|")
+
+
+def calibration_row(name: str, predicted: dict, measured: dict) -> str:
+    """One Markdown row: the planner's figure / vLLM's and the difference."""
+    def pair(a, b, digits=2):
+        return f"{a:,.{digits}f} / {b:,.{digits}f} ({(a / b - 1) * 100:+.1f} %)" if b else "-"
+    return (f"| {name} | {pair(predicted['weight_bytes_per_gpu'] / GiB, measured.get('model_loading_gib'))} "
+            f"| {pair(predicted['kv_cache_bytes_per_gpu'] / GiB, measured.get('available_kv_cache_gib'))} "
+            f"| {pair(predicted['kv_cache_tokens'], measured.get('kv_cache_tokens'), 0)} "
+            f"| {pair(predicted['max_concurrency'], measured.get('max_concurrency'))} |")
 
 
 def table(args) -> None:
     """calibration.md: the planner beside every start-up log in tests/fixtures/calibration
-    (what tests/unit/test_calibration.py checks), as a Markdown table.  No GPU needed."""
-    import yaml
-    rows = ["| case | weights GiB plan / vLLM | KV memory GiB plan / vLLM | KV tokens plan / vLLM "
-            "| concurrency plan / vLLM |", "|---|---|---|---|---|"]
-    diff = lambda a, b: f"{a:,.2f} / {b:,.2f} ({(a / b - 1) * 100:+.1f} %)" if b else "-"  # noqa: E731
+    (replayed as tests/unit/test_calibration.py replays them), as a Markdown table.  No GPU needed."""
+    rows = [CALIBRATION_HEADER]
     for path in sorted((ROOT / "tests" / "fixtures" / "calibration").glob("*.json")):
         case = json.loads(path.read_text())
-        ran_with = yaml.safe_load(case.get("config", "")) or {}
-        p = plan(json.loads((MODELS / f"{case['model']}.json").read_text()), case.get("gpus", []),
-                 engine=case["engine"], max_model_len=case["max_model_len"],
-                 cpu_kv_cache_bytes=case.get("cpu_kv_cache_bytes"),
-                 kv_cache_dtype=case.get("kv_cache_dtype", "auto"),
-                 vllm_args={k: v for k, v in ran_with.items() if k == "enforce-eager"})
-        m = parse_startup_log(case["log"])
-        rows.append(f"| {path.stem} | {diff(p['weight_bytes_per_gpu'] / GiB, m.get('model_loading_gib'))} "
-                    f"| {diff(p['kv_cache_bytes_per_gpu'] / GiB, m.get('available_kv_cache_gib'))} "
-                    f"| {diff(p['kv_cache_tokens'], m['kv_cache_tokens']).replace('.00 ', ' ')} "
-                    f"| {diff(p['max_concurrency'], m['max_concurrency'])} |")
+        predicted, measured = replay(case, json.loads((MODELS / f"{case['model']}.json").read_text()))
+        rows.append(calibration_row(path.stem, predicted, measured))
     (args.out / "calibration.md").write_text("\n".join(rows) + "\n")
     print("\n".join(rows))
 

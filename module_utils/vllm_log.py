@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+import yaml
+from ansible.module_utils.vllm_planner import plan
+
 PATTERNS = {
     "model_loading_gib": r"Model loading took ([\d.]+) GiB",
     "available_kv_cache_gib": r"Available KV cache memory: ([\d.]+) GiB",
@@ -29,3 +32,15 @@ def parse_startup_log(text: str) -> dict:
             value = matches[-1].replace(",", "")
             found[key] = float(value) if "." in value else int(value)
     return found
+
+
+def replay(case: dict, model_config: dict) -> tuple[dict, dict]:
+    """A recorded start-up (tests/fixtures/calibration/*.json): the planner's plan for the
+    settings vLLM ran with, and the figures vLLM logged."""
+    ran_with = yaml.safe_load(case.get("config", "")) or {}
+    predicted = plan(model_config, case.get("gpus", []), engine=case["engine"],
+                     max_model_len=case["max_model_len"],
+                     cpu_kv_cache_bytes=case.get("cpu_kv_cache_bytes"),
+                     kv_cache_dtype=case.get("kv_cache_dtype", "auto"),
+                     vllm_args={k: v for k, v in ran_with.items() if k == "enforce-eager"})
+    return predicted, parse_startup_log(case["log"])

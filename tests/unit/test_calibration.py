@@ -5,9 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from ansible.module_utils.vllm_log import parse_startup_log
-from ansible.module_utils.vllm_planner import plan
+from ansible.module_utils.vllm_log import parse_startup_log, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted((ROOT / "tests" / "fixtures" / "calibration").glob("*.json"))
@@ -17,14 +15,7 @@ MODELS = ROOT / "roles" / "preflight" / "files" / "models"
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_planner_matches_vllm(path):
     case = json.loads(path.read_text())
-    measured = parse_startup_log(case["log"])
-    config = json.loads((MODELS / f"{case['model']}.json").read_text())
-    ran_with = yaml.safe_load(case.get("config", "")) or {}
-    predicted = plan(config, case.get("gpus", []), engine=case["engine"],
-                     max_model_len=case["max_model_len"],
-                     cpu_kv_cache_bytes=case.get("cpu_kv_cache_bytes"),
-                     kv_cache_dtype=case.get("kv_cache_dtype", "auto"),
-                     vllm_args={k: v for k, v in ran_with.items() if k == "enforce-eager"})
+    predicted, measured = replay(case, json.loads((MODELS / f"{case['model']}.json").read_text()))
     assert measured["max_model_len"] == case["max_model_len"]
     # goal: KV tokens and concurrency within 5 %, weights within 3 % (issues 3 and 9)
     assert predicted["kv_cache_tokens"] == pytest.approx(measured["kv_cache_tokens"], rel=0.05)
