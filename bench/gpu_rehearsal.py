@@ -103,11 +103,9 @@ def settings_for(kind: str, model: Path, model_name: str, kv: str = "auto", leng
     if kind == "seed":
         return dict(base, **SEED_ARGS), None
     config = json.loads((MODELS / f"{model_name}.json").read_text())
-    planned = plan(config, gpus(), max_model_len=length, kv_cache_dtype=kv)
-    settings = dict(base, **planned["vllm_args"])
-    if eager:
-        settings["enforce-eager"] = True
-    return settings, planned
+    planned = plan(config, gpus(), max_model_len=length, kv_cache_dtype=kv,
+                   vllm_args={"enforce-eager": True} if eager else None)
+    return dict(base, **planned["vllm_args"]), planned
 
 
 class Server:
