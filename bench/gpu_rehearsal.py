@@ -8,6 +8,7 @@ vLLM's own start-up figures beside the planner's, and `vllm bench serve` against
   gpu_rehearsal.py roofline --out DIR              # concurrency-1 decode vs HBM bound
   gpu_rehearsal.py plot --out DIR                  # serving.json + serving.png (matplotlib)
   gpu_rehearsal.py table --out DIR                 # calibration.md: the planner vs every fixture
+  gpu_rehearsal.py repeats --out DIR               # repeats.md: DIR/rep*/ bench runs, start-to-start spread
 
 Each bench start gets a fresh cache folder laid out as vllm@.service lays it out (HOME,
 XDG_CACHE_HOME, VLLM_CACHE_ROOT, TRITON_CACHE_DIR), so its start-up is a cold one;
@@ -361,9 +362,34 @@ def plot(args) -> None:
     fig.savefig(args.out / "serving.png", dpi=110)
 
 
+def repeats(args) -> None:
+    """repeats.md: the same configurations started several times (DIR/rep*/, one bench run
+    each), every start's figures per level, their mean and spread, and each configuration's
+    mean against vLLM's defaults'.  Tells start-to-start spread from a real difference."""
+    runs = {}
+    for path in sorted(args.out.glob("rep*/bench-*.summary.json")):
+        summary = json.loads(path.read_text())
+        for point in summary["points"]:
+            runs.setdefault((summary["config"], point["concurrency"]), []).append(point)
+    configs = sorted({config for config, _ in runs}, key=lambda config: config != "defaults")
+    rows = ["| config | c | output tok/s, each start | mean | spread | TPOT ms, each start "
+            f"| mean tok/s against {configs[0]} |", "|---|---|---|---|---|---|---|"]
+    for (config, concurrency), points in sorted(runs.items(), key=lambda item: (item[0][1], configs.index(item[0][0]))):
+        speeds = [p["output_throughput"] for p in points]
+        mean = sum(speeds) / len(speeds)
+        base = runs[(configs[0], concurrency)]
+        base_mean = sum(p["output_throughput"] for p in base) / len(base)
+        rows.append(f"| {config} | {concurrency} | {' / '.join(f'{v:.1f}' for v in speeds)} | {mean:.2f} "
+                    f"| {(max(speeds) - min(speeds)) / mean * 100:.2f} % "
+                    f"| {' / '.join(format(p['mean_tpot_ms'], '.2f') for p in points)} "
+                    f"| {(mean / base_mean - 1) * 100:+.2f} % |")
+    (args.out / "repeats.md").write_text("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table"])
+    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table", "repeats"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--models", type=Path, default=Path("/tmp/gpu-rehearsal-models"))
     parser.add_argument("--eager", action="store_true", help="calibrate with --enforce-eager")
@@ -382,7 +408,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     {"calibrate": calibrate, "bench": bench, "roofline": roofline, "plot": plot,
-     "table": table}[args.mode](args)
+     "table": table, "repeats": repeats}[args.mode](args)
 
 
 if __name__ == "__main__":
