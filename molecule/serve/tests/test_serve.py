@@ -86,3 +86,14 @@ def test_metrics_expose_kv_cache_usage(host):
 def test_exposure_is_measured(host):
     out = host.check_output("systemd-analyze security --no-pager vllm@main.service | tail -1")
     assert "Overall exposure level for vllm@main.service" in out
+
+
+def test_the_rehearsal_kept_apart_from_the_weights(host):
+    """The side effect's capacity rehearsal fetched config and tokenizer only, into
+    its own folder; the served snapshot still has its weights."""
+    def files(root):
+        return host.check_output("find %s -name '*.json' -o -name '*.safetensors'" % root).split()
+    rehearsal = files("/var/lib/vllm/models/rehearsal")
+    assert any(f.endswith("/config.json") for f in rehearsal)
+    assert not any(f.endswith(".safetensors") for f in rehearsal)
+    assert any(f.endswith("model.safetensors") for f in files("/var/lib/vllm/models/demo"))
