@@ -371,18 +371,19 @@ def repeats(args) -> None:
         summary = json.loads(path.read_text())
         for point in summary["points"]:
             runs.setdefault((summary["config"], point["concurrency"]), []).append(point)
+    means = {key: sum(p["output_throughput"] for p in points) / len(points) for key, points in runs.items()}
     configs = sorted({config for config, _ in runs}, key=lambda config: config != "defaults")
     rows = ["| config | c | output tok/s, each start | mean | spread | TPOT ms, each start "
             f"| mean tok/s against {configs[0]} |", "|---|---|---|---|---|---|---|"]
-    for (config, concurrency), points in sorted(runs.items(), key=lambda item: (item[0][1], configs.index(item[0][0]))):
-        speeds = [p["output_throughput"] for p in points]
-        mean = sum(speeds) / len(speeds)
-        base = runs[(configs[0], concurrency)]
-        base_mean = sum(p["output_throughput"] for p in base) / len(base)
-        rows.append(f"| {config} | {concurrency} | {' / '.join(f'{v:.1f}' for v in speeds)} | {mean:.2f} "
-                    f"| {(max(speeds) - min(speeds)) / mean * 100:.2f} % "
-                    f"| {' / '.join(format(p['mean_tpot_ms'], '.2f') for p in points)} "
-                    f"| {(mean / base_mean - 1) * 100:+.2f} % |")
+    for concurrency in sorted({concurrency for _, concurrency in runs}):
+        for config in configs:
+            points = runs[(config, concurrency)]
+            speeds = [p["output_throughput"] for p in points]
+            mean = means[(config, concurrency)]
+            rows.append(f"| {config} | {concurrency} | {' / '.join(f'{v:.1f}' for v in speeds)} | {mean:.2f} "
+                        f"| {(max(speeds) - min(speeds)) / mean * 100:.2f} % "
+                        f"| {' / '.join(format(p['mean_tpot_ms'], '.2f') for p in points)} "
+                        f"| {(mean / means[(configs[0], concurrency)] - 1) * 100:+.2f} % |")
     (args.out / "repeats.md").write_text("\n".join(rows) + "\n")
     print("\n".join(rows))
 
