@@ -70,8 +70,8 @@ def run_once(mode: str, n: int) -> dict:
         path = Path(tmp, "hosts.json")
         path.write_text(json.dumps(inventory))
         extra = {"vllm_fleet_engine": "cpu", "preflight_model": "tiny-gemma4", "preflight_max_model_len": 1024,
-                 "hf_mirror_mode": mode, "vllm_model_repo": "demo/tiny-gemma4",
-                 "vllm_model_revision": revision, "vllm_model_hf_endpoint": f"http://{FLEET}-mirror:8090"}
+                 "hf_mirror_mode": mode, "vllm_fleet_model_repo": "demo/tiny-gemma4",
+                 "vllm_fleet_model_revision": revision, "vllm_fleet_model_endpoint": f"http://{FLEET}-mirror:8090"}
         if mode == "proxy":
             extra.update(hf_mirror_upstream_scheme="http", hf_mirror_upstream_netloc=f"{FLEET}-upstream:8099",
                          hf_mirror_upstream_lfs_netloc=f"{FLEET}-upstream:8099")

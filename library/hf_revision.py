@@ -15,6 +15,10 @@ description:
   - An unknown repository or revision, a refused token or an unreachable hub fail with a message
     naming the variable to fix. Uses the Python standard library only, so it runs before any
     package is installed on the host.
+  - With O(config), returns instead what the capacity planner needs of the revision - its own
+    C(config.json) and the total size of its C(*.safetensors) files - and reports a hub that does not
+    answer at all (a mirror not running yet) as C(reachable=false) rather than failing, so the caller
+    can plan from its offline catalogue and say so.
 version_added: "0.1.0"
 author: vllm-fleet
 options:
@@ -24,6 +28,10 @@ options:
     required: true
   allow_floating:
     description: Accept a branch or tag name and resolve it to a sha.
+    type: bool
+    default: false
+  config:
+    description: Read the revision's C(config.json) and weight sizes (O(allow_patterns) is then not used).
     type: bool
     default: false
 extends_documentation_fragment:
@@ -42,6 +50,14 @@ EXAMPLES = r"""
     revision: 6b30899999e079f0aa0e6ed629ebcaf6de0dae99
     endpoint: http://mirror:8090
   register: model_revision
+
+- name: Read the served revision's config.json and weight sizes
+  hf_revision:
+    repo: demo/tiny-gemma4
+    revision: 115893f75ee34252aa70c6877eb37a13cc541e38
+    endpoint: http://mirror:8090
+    config: true
+  register: model
 """
 
 RETURN = r"""
@@ -57,13 +73,29 @@ files:
   sample: [{"name": "model.safetensors", "size": 683780, "etag": "f3b59aec423d53b30f8b86865c494d199b35d8c7"}]
 bytes:
   description: Total size of the files.
-  returned: success
+  returned: success, without config
+  type: int
+reachable:
+  description: Whether the hub answered; when false, C(reason) says why and nothing else is returned.
+  returned: with config
+  type: bool
+reason:
+  description: Why the hub could not be read.
+  returned: with config, when reachable is false
+  type: str
+config:
+  description: The revision's config.json.
+  returned: with config, when reachable
+  type: dict
+weight_bytes:
+  description: Total size of the revision's safetensors files (0 when it has none).
+  returned: with config, when reachable
   type: int
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hf_hub_check import (HUB_ARGUMENT_SPEC, ModelError,
-                                               check_revision_format, revision_info)
+from ansible.module_utils.hf_hub_check import (HUB_ARGUMENT_SPEC, ModelError, Unreachable,
+                                               check_revision_format, model_files, revision_info)
 
 
 def main():
@@ -72,14 +104,21 @@ def main():
             HUB_ARGUMENT_SPEC,
             revision=dict(type="str", required=True),
             allow_floating=dict(type="bool", default=False),
+            config=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     params = module.params
     try:
         check_revision_format(params["revision"], params["allow_floating"])
-        info = revision_info(params["endpoint"], params["repo"], params["revision"],
-                             params["token"], params["allow_patterns"])
+        if params["config"]:
+            info = dict(model_files(params["endpoint"], params["repo"], params["revision"],
+                                    params["token"]), reachable=True)
+        else:
+            info = revision_info(params["endpoint"], params["repo"], params["revision"],
+                                 params["token"], params["allow_patterns"])
+    except Unreachable as exc:
+        module.exit_json(changed=False, reachable=False, reason=str(exc))
     except ModelError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **info)

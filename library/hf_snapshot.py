@@ -91,7 +91,7 @@ def main():
     except ModelError as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:  # the hub client's own errors, reported with their text
-        module.fail_json(msg="vllm_model_hf_endpoint: download of %s failed: %s"
+        module.fail_json(msg="vllm_fleet_model_endpoint: download of %s failed: %s"
                          % (params["repo"], exc))
     module.exit_json(**result)
 

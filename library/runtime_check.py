@@ -18,10 +18,11 @@ description:
 version_added: "0.1.0"
 author: vllm-fleet
 options:
-  releases:
-    description: The engine's release matrix - C(default) and C(versions), each with C(python), C(glibc_min), C(driver_min).
-    type: dict
+  engine:
+    description: The engine whose releases the version table (C(module_utils/vllm_versions.py)) lists.
+    type: str
     required: true
+    choices: [cuda, cpu, ascend]
   version:
     description: The requested release; empty for automatic.
     type: str
@@ -48,7 +49,7 @@ attributes:
 EXAMPLES = r"""
 - name: Decide release and Python
   runtime_check:
-    releases: "{{ _vllm_runtime_releases.cpu }}"
+    engine: cpu
     python_packages: [python3.11, python3.11-venv]
   register: decision
 """
@@ -78,12 +79,13 @@ problems:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.host_runtime import runtime_facts
 from ansible.module_utils.runtime_check import choose_python, driver_problem, pick_release
+from ansible.module_utils.vllm_versions import RELEASES
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            releases=dict(type="dict", required=True),
+            engine=dict(type="str", required=True, choices=["cuda", "cpu", "ascend"]),
             version=dict(type="str", default=""),
             python_packages=dict(type="list", elements="str", default=[]),
             python_archive=dict(type="str", default=""),
@@ -94,10 +96,11 @@ def main():
     params = module.params
     host = runtime_facts([], pythons=True)
     problems = []
-    version, problem = pick_release(params["releases"], params["version"], host["glibc_version"])
+    releases = RELEASES[params["engine"]]
+    version, problem = pick_release(releases, params["version"], host["glibc_version"])
     if problem:
         module.exit_json(changed=False, version=None, python={}, host=host, problems=[problem])
-    release = params["releases"]["versions"][version]
+    release = releases["versions"][version]
     python = choose_python(host["pythons"], release["python"][0], release["python"][1],
                            params["python_packages"], params["python_archive"])
     problems += [p for p in (python.get("problem"),

@@ -9,10 +9,9 @@ DOCUMENTATION = r"""
 module: vllm_config
 short_description: Write vLLM's --config YAML after the installed vLLM's own parser accepted it
 description:
-  - Renders O(settings) with O(overrides) on top as a vLLM C(--config) file (keys are flag names,
-    one per line, sorted, so the same settings always give the same file).
-  - O(overrides) are first checked against the project's rules (flags removed from vLLM such as
-    C(swap-space), fictitious ones such as C(prometheus-port), flags the planner decides).
+  - Renders O(settings) as a vLLM C(--config) file (keys are flag names, one per line, sorted, so
+    the same settings always give the same file). The settings are an instance's from the plan
+    (role C(preflight), which has checked the operator's flags already) and the model's path.
   - When the file would change, the vLLM installed beside O(python) parses the new file exactly as
     the API server will (C(make_arg_parser) and C(validate_parsed_serve_args)); a refusal fails the
     task with the parser's message and leaves the existing file, and so the running service, as it was.
@@ -24,13 +23,9 @@ options:
     type: path
     required: true
   settings:
-    description: The planned flags and the service's own (model, port, served name).
+    description: The instance's flags (the plan's, with the model's path).
     type: dict
     required: true
-  overrides:
-    description: The operator's extra flags, checked and merged on top of O(settings).
-    type: dict
-    default: {}
   python:
     description: The Python of the vLLM venv whose parser checks the file.
     type: path
@@ -42,7 +37,7 @@ options:
   variable:
     description: The inventory variable named in error messages.
     type: str
-    default: vllm_service_args
+    default: preflight_vllm_args
 extends_documentation_fragment:
   - files
 attributes:
@@ -65,7 +60,6 @@ EXAMPLES = r"""
       port: 8000
       tensor-parallel-size: 1
       max-model-len: 32768
-    overrides:
       enable-prefix-caching: true
     owner: root
     group: vllm
@@ -91,7 +85,7 @@ vllm_version:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.vllm_config import ConfigError, converge, merge
+from ansible.module_utils.vllm_config import ConfigError, converge
 
 
 def main():
@@ -99,10 +93,9 @@ def main():
         argument_spec=dict(
             path=dict(type="path", required=True),
             settings=dict(type="dict", required=True),
-            overrides=dict(type="dict", default={}),
             python=dict(type="path", required=True),
             validate=dict(type="bool", default=True),
-            variable=dict(type="str", default="vllm_service_args"),
+            variable=dict(type="str", default="preflight_vllm_args"),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -111,8 +104,7 @@ def main():
     if not params["path"].endswith((".yaml", ".yml")):
         module.fail_json(msg="path: vLLM reads only *.yaml / *.yml config files, not %s" % params["path"])
     try:
-        settings = merge(params["settings"], params["overrides"], params["variable"])
-        result = converge(params["path"], settings, params["python"], validate=params["validate"],
+        result = converge(params["path"], params["settings"], params["python"], validate=params["validate"],
                           check_mode=module.check_mode, variable=params["variable"])
     except ConfigError as exc:
         module.fail_json(msg=str(exc))

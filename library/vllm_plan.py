@@ -18,7 +18,11 @@ description:
     C(module_utils/vllm_planner.py).
   - Fails, naming the parameter, when the model does not fit, when the tensor-parallel size does
     not divide the attention heads or exceeds the GPU count, when a value is out of range, or
-    when operator flags are ones vLLM 0.33 does not have (C(--swap-space), C(--prometheus-port), ...).
+    when operator flags are ones vLLM does not have (C(--swap-space), C(--prometheus-port), ...; the
+    version table C(module_utils/vllm_versions.py) says which), or when the instances do not fit the
+    host.
+  - Returns the instances with the final vLLM flags of each, which the C(vllm_service) role
+    renders as they are.
 version_added: "0.1.0"
 author: vllm-fleet
 options:
@@ -49,7 +53,7 @@ options:
     default: auto
     choices: [auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2]
   gpu_memory_utilization:
-    description: Fraction of each GPU's memory vLLM may use (vLLM 0.33's default is 0.92).
+    description: Fraction of each GPU's memory vLLM may use (vLLM's default is 0.92).
     type: float
     default: 0.92
   weight_bytes:
@@ -77,6 +81,38 @@ options:
     description: Extra environment for vLLM, checked for variables vLLM does not have.
     type: dict
     default: {}
+  engine_version:
+    description:
+      - The engine's release the host will run, from the version table (C(module_utils/vllm_versions.py));
+        empty is the table's default. A plan for another vLLM release than the one the planner's factors
+        were measured on warns.
+    type: str
+    default: ""
+  instances:
+    description:
+      - The operator's instances, C([{name, port, devices, args}]); empty runs one instance per
+        group of C(tensor_parallel_size) GPUs. Overlapping devices, devices the host does not have,
+        a device count other than the tensor-parallel size, duplicate names or ports are refused.
+    type: list
+    elements: raw
+    default: []
+  port:
+    description: Port of the first instance; the others take the next ones unless they name a port.
+    type: int
+    default: 8000
+  bind_address:
+    description: Address every instance listens on.
+    type: str
+    default: 0.0.0.0
+  served_model_name:
+    description: The model name clients send (C(--served-model-name)); empty leaves vLLM's default.
+    type: str
+    default: ""
+  load_format:
+    description: C(auto) serves the weights; C(dummy) random weights (a capacity rehearsal).
+    type: str
+    default: auto
+    choices: [auto, dummy]
   variable_prefix:
     description: Prefix for parameter names in error messages (a role passes its own, e.g. C(preflight_)).
     type: str
@@ -84,7 +120,7 @@ options:
   variable_names:
     description:
       - Inventory variable to name in error messages, per parameter, where it is not I(variable_prefix)
-        + the parameter (e.g. C(vllm_args) came from C(vllm_service_args)).
+        + the parameter (e.g. C(engine) is C(vllm_fleet_engine)).
     type: dict
     default: {}
 attributes:
@@ -121,6 +157,15 @@ plan:
     max_concurrency: 8.1
     vllm_args: {tensor-parallel-size: 1, max-model-len: 32768, gpu-memory-utilization: 0.92}
     vllm_env: {}
+    engine_version: 0.33.0
+    vllm_version: 0.33.0
+    calibrated_on: {vllm: 0.25.1, hardware: NVIDIA H200}
+    instances:
+      - name: main
+        port: 8000
+        devices: [0]
+        args: {tensor-parallel-size: 1, max-model-len: 32768, gpu-memory-utilization: 0.92,
+               host: 0.0.0.0, port: 8000, served-model-name: gemma-4-31B}
     warnings: []
 """
 
@@ -132,7 +177,8 @@ from ansible.module_utils.vllm_planner import PlanError, plan
 
 PARAMETERS = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
               "nvlink_fully_connected", "weight_bytes", "block_size", "engine",
-              "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env")
+              "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env", "engine_version")
+SERVING = ("port", "bind_address", "served_model_name", "load_format")
 
 
 def auto_or_int(value, name):
@@ -161,6 +207,12 @@ def main():
             quantization=dict(type="str"),
             vllm_args=dict(type="dict", default={}),
             vllm_env=dict(type="dict", default={}),
+            engine_version=dict(type="str", default=""),
+            instances=dict(type="list", elements="raw", default=[]),
+            port=dict(type="int", default=8000),
+            bind_address=dict(type="str", default="0.0.0.0"),
+            served_model_name=dict(type="str", default=""),
+            load_format=dict(type="str", default="auto", choices=["auto", "dummy"]),
             variable_prefix=dict(type="str", default=""),
             variable_names=dict(type="dict", default={}),
         ),
@@ -176,6 +228,7 @@ def main():
             module.fail_json(msg="%smodel_config: cannot read %s: %s"
                              % (params["variable_prefix"], config, exc))
     kwargs = {name: params[name] for name in PARAMETERS}
+    kwargs["serving"] = dict({name: params[name] for name in SERVING}, declared=params["instances"])
     try:
         kwargs["max_model_len"] = auto_or_int(params["max_model_len"], "max_model_len")
         kwargs["tensor_parallel_size"] = auto_or_int(params["tensor_parallel_size"],

@@ -36,11 +36,11 @@ class ModelError(Exception):
 
 def check_revision_format(revision: str, allow_floating: bool) -> None:
     if not revision:
-        raise ModelError("vllm_model_revision", "is empty; pin a 40-hex commit sha")
+        raise ModelError("vllm_fleet_model_revision", "is empty; pin a 40-hex commit sha")
     if not SHA_RE.match(revision) and not allow_floating:
-        raise ModelError("vllm_model_revision", (
+        raise ModelError("vllm_fleet_model_revision", (
             "%r is a branch, tag or short sha, so what the fleet serves could change under it; "
-            "pin the full 40-hex commit sha, or set vllm_model_allow_floating_revision: true to "
+            "pin the full 40-hex commit sha, or set vllm_fleet_model_allow_floating_revision: true to "
             "resolve it to a sha now" % revision))
 
 
@@ -68,15 +68,15 @@ def _fail(exc, endpoint: str, repo: str, revision: str) -> ModelError:
     if isinstance(exc, urllib.error.HTTPError):
         code, reason = exc.code, exc.headers.get("X-Error-Code", "") or exc.reason
         if code in (401, 403) and "RevisionNotFound" not in reason:
-            return ModelError("vllm_model_token", "the hub refused access to %s (%d %s): the token is "
+            return ModelError("vllm_fleet_model_token", "the hub refused access to %s (%d %s): the token is "
                               "missing, wrong or lacks access to this repository" % (where, code, reason))
         if code == 404 and "RevisionNotFound" in reason:
-            return ModelError("vllm_model_revision", "%s does not exist in %s (%d)" % (revision, repo, code))
+            return ModelError("vllm_fleet_model_revision", "%s does not exist in %s (%d)" % (revision, repo, code))
         if code == 404:
-            return ModelError("vllm_model_repo", "%s was not found at %s (%d %s)" % (repo, endpoint, code, reason))
-        return ModelError("vllm_model_revision", "the hub could not serve %s (%d %s); check that the "
+            return ModelError("vllm_fleet_model_repo", "%s was not found at %s (%d %s)" % (repo, endpoint, code, reason))
+        return ModelError("vllm_fleet_model_revision", "the hub could not serve %s (%d %s); check that the "
                           "revision exists in the repository" % (where, code, reason))
-    return ModelError("vllm_model_hf_endpoint", "cannot read %s: %s" % (where, getattr(exc, "reason", exc)))
+    return ModelError("vllm_fleet_model_endpoint", "cannot read %s: %s" % (where, getattr(exc, "reason", exc)))
 
 
 def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
@@ -91,7 +91,7 @@ def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
         raise _fail(exc, endpoint, repo, revision) from None
     sha = info.get("sha") or ""
     if not SHA_RE.match(sha):
-        raise ModelError("vllm_model_revision", "the hub gave no commit sha for %s@%s" % (repo, revision))
+        raise ModelError("vllm_fleet_model_revision", "the hub gave no commit sha for %s@%s" % (repo, revision))
     names = [s["rfilename"] for s in info.get("siblings", [])
              if not allow_patterns or any(fnmatch.fnmatch(s["rfilename"], p) for p in allow_patterns)]
     if not names:
@@ -113,3 +113,34 @@ def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
         size = headers.get("X-Linked-Size") or headers.get("Content-Length")
         files.append({"name": name, "size": int(size) if size else None, "etag": etag.strip('"')})
     return {"sha": sha, "files": files, "bytes": sum(f["size"] or 0 for f in files)}
+
+
+class Unreachable(ModelError):
+    """The hub or mirror did not answer at all (as opposed to answering no)."""
+
+
+def model_files(endpoint: str, repo: str, revision: str, token: str = "") -> dict:
+    """What the planner needs of a revision: ``{"sha", "config", "weight_bytes"}``.
+
+    ``config`` is the revision's own config.json; ``weight_bytes`` the sum of its
+    ``*.safetensors`` sizes (0 when it has none).  Unreachable when the hub does not
+    answer, ModelError for an answer that is a refusal.
+    """
+    try:
+        info = revision_info(endpoint, repo, revision, token, ["config.json", "*.safetensors"])
+    except ModelError as exc:
+        if exc.variable == "vllm_fleet_model_endpoint":
+            raise Unreachable(exc.variable, str(exc).split(": ", 1)[1]) from None
+        raise
+    if not any(f["name"] == "config.json" for f in info["files"]):
+        raise ModelError("vllm_fleet_model_repo", "%s@%s has no config.json" % (repo, info["sha"]))
+    url = "%s/%s/resolve/%s/config.json" % ((endpoint or DEFAULT_ENDPOINT).rstrip("/"), repo, info["sha"])
+    request = urllib.request.Request(url, headers={"User-Agent": "vllm-fleet", **(
+        {"Authorization": "Bearer %s" % token} if token else {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            config = json.load(answer)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise _fail(exc, endpoint or DEFAULT_ENDPOINT, repo, info["sha"]) from None
+    weights = sum(f["size"] or 0 for f in info["files"] if f["name"].endswith(".safetensors"))
+    return {"sha": info["sha"], "config": config, "weight_bytes": weights}

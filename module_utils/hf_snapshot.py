@@ -96,7 +96,7 @@ def fetch(hub, repo: str, info: dict, root: str, endpoint: str, token: str,
     free = shutil.disk_usage(paths["base"]).free
     have = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(paths["staging"]) for f in fs)
     if free + have < info["bytes"]:
-        raise ModelError("vllm_model_root", "%s has %.1f GiB free; %s@%s needs %.1f GiB"
+        raise ModelError("vllm_fleet_model_root", "%s has %.1f GiB free; %s@%s needs %.1f GiB"
                          % (root, free / 2**30, repo, sha, info["bytes"] / 2**30))
     kwargs = dict(repo_id=repo, revision=sha, local_dir=paths["staging"],
                   endpoint=endpoint or None, token=token or None,
@@ -107,11 +107,11 @@ def fetch(hub, repo: str, info: dict, root: str, endpoint: str, token: str,
                             endpoint=endpoint or None, token=token or None, force_download=True)
     bad = bad_files(paths["staging"], files)
     if bad:
-        raise ModelError("vllm_model_revision", "%s@%s: %s differ from the hub's sizes and hashes "
+        raise ModelError("vllm_fleet_model_revision", "%s@%s: %s differ from the hub's sizes and hashes "
                          "after a second download" % (repo, sha, ", ".join(bad)))
     problem = tokenizer_problem(paths["staging"])
     if problem:
-        raise ModelError("vllm_model_repo", "%s@%s: %s" % (repo, sha, problem))
+        raise ModelError("vllm_fleet_model_repo", "%s@%s: %s" % (repo, sha, problem))
     shutil.rmtree(os.path.join(paths["staging"], ".cache"), ignore_errors=True)
     with open(os.path.join(paths["staging"], MARKER), "w") as handle:
         handle.write("%s@%s %d files %d bytes\n" % (repo, sha, len(files), info["bytes"]))

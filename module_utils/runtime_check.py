@@ -13,12 +13,13 @@ def in_range(version: str, low: str, high: str) -> bool:
 
 
 def pick_release(releases: dict, requested: str, glibc: str | None) -> tuple[str | None, str | None]:
-    """(version, problem).  Empty ``requested``: the default, or, when the host's glibc is
-    older than the default needs, the newest release that installs there."""
+    """(version, problem).  ``releases`` is one engine's part of the version table
+    (``vllm_versions.RELEASES``).  Empty ``requested``: the default, or, when the host's
+    glibc is older than the default needs, the newest release that installs there."""
     versions = releases["versions"]
     if requested:
         if requested not in versions:
-            return None, ("vllm_runtime_version: %s is not in the release matrix (%s)"
+            return None, ("vllm_fleet_engine_version: %s is not in the release matrix (%s)"
                           % (requested, ", ".join(sorted(versions))))
         return requested, None
     host = version_tuple(glibc) if glibc else (0, 0)
@@ -28,7 +29,7 @@ def pick_release(releases: dict, requested: str, glibc: str | None) -> tuple[str
                      key=version_tuple, reverse=True)
     if fitting:
         return fitting[0], None
-    return None, ("vllm_runtime_version: no release of the matrix installs on glibc %s (the oldest "
+    return None, ("vllm_fleet_engine_version: no release of the matrix installs on glibc %s (the oldest "
                   "needs %s)" % (glibc, min((r["glibc_min"] for r in versions.values()),
                                             key=version_tuple)))
 
@@ -68,7 +69,7 @@ def driver_problem(driver_version: str | None, driver_min) -> str | None:
     if not driver_version or not driver_min:
         return None
     if version_tuple(driver_version)[0] < int(driver_min):
-        return ("vllm_runtime_version: this release's CUDA 13 torch needs NVIDIA driver branch "
+        return ("vllm_fleet_engine_version: this release's CUDA 13 torch needs NVIDIA driver branch "
                 ">= %s; the host runs %s (upgrade the driver with the nvidia_driver role, or pin an "
-                "older vllm_runtime_version)" % (driver_min, driver_version))
+                "older vllm_fleet_engine_version)" % (driver_min, driver_version))
     return None

@@ -1,36 +1,27 @@
-"""Operator-supplied vLLM flags and environment variables, checked against vLLM 0.33.
+"""Operator-supplied vLLM flags and environment variables, checked before any host changes.
 
 The project's seed guides recommend flags and variables that vLLM does not have or
-no longer has; each is refused (or warned about) here with the reason, before any
-host changes.  Facts: shared/reference/deployment-facts.md (vLLM 0.33
-``engine/arg_utils.py`` and ``envs.py``).
+no longer has; each is refused (or warned about) here with the reason.  Which ones,
+and why, is the version table's (``vllm_versions``; facts in docs/vllm.md).
 """
 from __future__ import annotations
 
-REFUSED_FLAGS = {
-    "swap-space": "was removed from vLLM; `vllm serve` exits with 'unrecognized arguments'",
-    "prometheus-port": "does not exist: metrics are served on /metrics of the API port",
-    "prometheus-host": "does not exist: metrics are served on /metrics of the API port",
-    "enable-request-id": "does not exist (--enable-request-id-headers does); argparse prefix "
-                         "matching could silently turn it into another flag",
-}
-REFUSED_ENV = {
-    "VLLM_USE_RoPE_KERNEL": "is not a vLLM variable (vllm/envs.py has no such setting)",
-    "VLLM_USE_TOKENIZER_KERNEL": "is not a vLLM variable (vllm/envs.py has no such setting)",
-    "VLLM_MAX_NUM_BATCHED_TOKENS": "is not a vLLM variable; set the max-num-batched-tokens flag",
-    "VLLM_DISABLE_LOG_STATS": "is not a vLLM variable; the flag --disable-log-stats exists "
-                              "but removes every vllm:* metric",
-    "VLLM_ATTENTION_BACKEND": "was removed from vLLM; use the attention-backend flag",
-}
+from ansible.module_utils.vllm_versions import REFUSED_ENV, REFUSED_FLAGS
+
 # Flags the planner decides; operators set the planner's variables instead so that
 # the plan and the running configuration cannot disagree.
 PLANNED_FLAGS = {
-    "tensor-parallel-size": "tensor_parallel_size",
-    "max-model-len": "max_model_len",
-    "gpu-memory-utilization": "gpu_memory_utilization",
-    "kv-cache-dtype": "kv_cache_dtype",
-    "block-size": "block_size",
-    "quantization": "quantization",
+    "tensor-parallel-size": "preflight_tensor_parallel_size",
+    "max-model-len": "preflight_max_model_len",
+    "gpu-memory-utilization": "preflight_gpu_memory_utilization",
+    "kv-cache-dtype": "preflight_kv_cache_dtype",
+    "block-size": "preflight_block_size",
+    "quantization": "preflight_quantization",
+    "model": "vllm_fleet_model_repo",
+    "served-model-name": "vllm_fleet_served_model_name",
+    "port": "preflight_port (or an instance's port in preflight_instances)",
+    "host": "preflight_bind_address",
+    "load-format": "vllm_fleet_model_load_format",
 }
 
 

@@ -13,30 +13,30 @@ import os
 import subprocess
 import tempfile
 
-from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
+from ansible.module_utils.vllm_args import flag_name
+from ansible.module_utils.vllm_versions import PARSER_NEW, PARSER_NEW_SINCE, PARSER_OLD
 
 HEADER = ("# Managed by vllm-fleet (role vllm_service); vLLM reads it with --config.\n"
           "# Keys are vLLM flag names; change them through the inventory, not here.\n")
 RESULT_MARK = "VLLM_FLEET_CONFIG_CHECK "
 # Runs inside the host's vLLM venv: parse the file exactly as the server will
 # (`python -m vllm.entrypoints.openai.api_server --config FILE`) and print one line.
+# The parser's module per release is the version table's (vllm_versions.parser_module).
 CHECK_SCRIPT = r"""
-import contextlib, io, json, sys
+import contextlib, importlib, io, json, re, sys
 out = {"ok": False}
 try:
     import vllm
     out["version"] = vllm.__version__
     from vllm.utils.argparse_utils import FlexibleArgumentParser
-    try:
-        from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
-    except ImportError:  # vLLM <= 0.30
-        from vllm.entrypoints.openai.cli_args import make_arg_parser, validate_parsed_serve_args
-    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm"))
+    release = tuple(int(p) for p in re.findall(r"\d+", vllm.__version__.split("+")[0])[:2])
+    cli_args = importlib.import_module(__NEW__ if release >= __SINCE__ else __OLD__)
+    parser = cli_args.make_arg_parser(FlexibleArgumentParser(prog="vllm"))
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
             args = parser.parse_args(["--config", sys.argv[1]])
-        validate_parsed_serve_args(args)
+        cli_args.validate_parsed_serve_args(args)
         out["ok"] = True
     except SystemExit:
         lines = [l for l in err.getvalue().splitlines() if l.strip()]
@@ -45,8 +45,9 @@ try:
         out["error"] = "%s: %s" % (type(exc).__name__, exc)
 except Exception as exc:
     out["error"] = "cannot load vLLM's parser: %s: %s" % (type(exc).__name__, exc)
-print("%s%s" % (MARK, json.dumps(out)))
-""".replace("MARK", repr(RESULT_MARK))
+print("%s%s" % (__MARK__, json.dumps(out)))
+""".replace("__MARK__", repr(RESULT_MARK)).replace("__NEW__", repr(PARSER_NEW)).replace(
+    "__OLD__", repr(PARSER_OLD)).replace("__SINCE__", repr(PARSER_NEW_SINCE))
 
 
 class ConfigError(Exception):
@@ -93,22 +94,8 @@ def check_with_vllm(python: str, text: str, run=subprocess.run, timeout: int = 6
     return result
 
 
-def merge(settings: dict, overrides: dict, variable: str) -> dict:
-    """``settings`` (the plan's flags) with the operator's ``overrides`` on top.
-
-    Overrides pass the same rules as the planner's (removed and fictitious flags,
-    flags the plan decides) so they are refused with a reason before vLLM sees them.
-    """
-    errors, _warnings = check_operator_args(overrides, {})
-    if errors:
-        raise ConfigError("; ".join("%s[%r]: %s" % (variable, key, reason) for key, reason in errors))
-    merged = {flag_name(key): value for key, value in settings.items()}
-    merged.update({flag_name(key): value for key, value in (overrides or {}).items()})
-    return merged
-
-
 def converge(path: str, settings: dict, python: str, *, validate: bool = True,
-             check_mode: bool = False, variable: str = "vllm_service_args",
+             check_mode: bool = False, variable: str = "preflight_vllm_args",
              checker=check_with_vllm) -> dict:
     """Put ``settings`` into ``path`` when they differ, after vLLM accepted them.
 

@@ -27,13 +27,13 @@ The arithmetic follows vLLM's own code (paths inside the vLLM source tree):
   and the V slot, so K=V layers still store K and V (``gemma4.py``). The last
   ``num_kv_shared_layers`` layers reuse earlier caches and store none.
 * K=V full-attention layers take twice those K+V bytes per token -- MEASURED, not read
-  from the source: vLLM 0.25.1 on an H200 (tests/fixtures/calibration/h200-*) gives
+  from the source (the factor is the version table's, ``vllm_versions.CALIBRATION``):
+  vLLM 0.25.1 on an H200 (tests/fixtures/calibration/h200-*) gives
   Gemma-4-31B's 10 full layers 2 x (2 x 4 heads x 512) elements per token, which is
   the sliding layers' 16 x 256 geometry; without this factor the planner overstated KV
   capacity by 9-10 % at 8k and 26-27 % at 32k context.
-* Batch defaults -- ``vllm/engine/arg_utils.py`` ``get_batch_defaults``: GPUs with
-  >= 70 GiB that are not A100s get max_num_batched_tokens 8192 and max_num_seqs
-  1024, others 2048 and 256.
+* Batch defaults -- ``vllm_versions.batch_defaults`` (``vllm/engine/arg_utils.py``
+  ``get_batch_defaults``).
 * Memory budget -- ``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``:
   KV memory = total * gpu_memory_utilization - (weights + peak activation during
   the profile run + non-torch memory such as cuBLAS workspaces and NCCL buffers).
@@ -51,15 +51,20 @@ tests/fixtures/calibration where recorded):
   (tests/fixtures/calibration/h200-*-cold, -warm): 95.70 GiB of KV memory on a cold start,
   96.83 GiB on a warm one (compile cache kept by vllm_service) and eager alike -- CUDA
   graphs themselves cost the KV pool nothing (vLLM 0.25.1).  Modelled as 0.86 x the profile
-  pass's forward activation (1.13 GiB there); one model measured, so the factor is an
-  assumption for others.  The plan is for the first (cold) start: it must fit too.
+  pass's forward activation (1.13 GiB there; ``vllm_versions.CALIBRATION``); one model
+  measured, so the factor is an assumption for others.  The plan is for the first (cold)
+  start: it must fit too.  The plan names the vLLM release and hardware its factors were
+  measured on and warns when the host will run another release.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ansible.module_utils.fp8 import how_vllm_runs, parse_cc
 from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
+from ansible.module_utils.vllm_versions import (K_EQ_V_KV_FACTOR, RELEASES, batch_defaults, calibration,
+                                                release)
 
 GiB = 1024 ** 3
 
@@ -69,7 +74,8 @@ ENGINES = ("cuda", "cpu", "ascend")
 DEFAULT_BLOCK_SIZE = {"cuda": 16, "ascend": 128, "cpu": 128}
 NON_TORCH_BYTES = GiB // 4
 NCCL_BYTES = GiB // 2
-COLD_COMPILE_FACTOR = 0.86  # of the profile pass's forward activation; measured, see above
+INSTANCE_NAME_CHARS = "letters, digits, '.', '_' or '-'"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 class PlanError(ValueError):
@@ -215,10 +221,6 @@ def kv_dtype_bytes(kv_cache_dtype: str, model_dtype: str) -> int:
     return DTYPE_BYTES[kv_cache_dtype]
 
 
-# See the module docstring: measured on vLLM 0.25.1 (H200), 7 start-up logs.
-K_EQ_V_KV_FACTOR = 2
-
-
 def layer_kv_bytes(layer: Layer, tp: int, dtype_bytes: int) -> int:
     """K and V bytes of one token in one layer (per GPU under TP)."""
     factor = K_EQ_V_KV_FACTOR if layer.k_eq_v else 1
@@ -289,13 +291,6 @@ def kv_capacity(groups: list[KVSpec], group_size: int, available: int, max_model
             "kv_cache_tokens": int(concurrency * max_model_len)}
 
 
-def batch_defaults(gpu: dict | None) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) vLLM picks for the API server."""
-    if gpu and gpu["memory_total_bytes"] >= 70 * GiB and "a100" not in gpu["name"].lower():
-        return 8192, 1024
-    return 2048, 256
-
-
 def _cold_compile_hint(compile_bytes: int) -> str:
     if not compile_bytes:
         return ""
@@ -354,13 +349,17 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
          nvlink_fully_connected: bool = False, weight_bytes: int | None = None,
          block_size: int | None = None, engine: str = "cuda",
          cpu_kv_cache_bytes: int | None = None, quantization: str | None = None,
-         vllm_args: dict | None = None, vllm_env: dict | None = None) -> dict:
+         vllm_args: dict | None = None, vllm_env: dict | None = None,
+         engine_version: str = "", serving: dict | None = None) -> dict:
     """Plan one host.  Raises PlanError naming the parameter when it cannot work.
 
     ``vllm_args``/``vllm_env`` are the operator's extra flags and environment; they
     are checked (the seed guides' removed and fictitious settings are refused) and
     merged into ``vllm_args`` and ``vllm_env`` of the plan (the cpu engine's KV cache
-    size joins ``vllm_env``).
+    size joins ``vllm_env``).  ``engine_version`` is the engine's release the host will
+    run (empty: the version table's default); the calibration warning compares its vLLM
+    with the one the factors were measured on.  ``serving`` holds what ``instances()``
+    takes besides the plan.
     """
     problems, warnings = check_operator_args(vllm_args, vllm_env)
     if problems:
@@ -369,6 +368,12 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
                                   for key, reason in problems))
     if engine not in ENGINES:
         raise PlanError("engine: %r is not one of %s" % (engine, ", ".join(ENGINES)))
+    try:
+        engine_version, row = release(engine, engine_version)
+    except KeyError:
+        raise PlanError("engine_version: %r is not a release of the %s engine in the version table "
+                        "(%s)" % (engine_version, engine, ", ".join(sorted(RELEASES[engine]["versions"]))))
+    vllm_version = row["vllm"]
     if kv_cache_dtype not in KV_CACHE_DTYPES:
         raise PlanError("kv_cache_dtype: %r is not one of %s"
                         % (kv_cache_dtype, ", ".join(KV_CACHE_DTYPES)))
@@ -414,7 +419,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
             quant = _quantization(gpus, shape, quantization)
             eager = any(flag_name(key) == "enforce-eager" and value not in (False, "false", "False")
                         for key, value in (vllm_args or {}).items())
-            compile_share = 0.0 if eager else COLD_COMPILE_FACTOR
+            compile_share = 0.0 if eager else calibration(engine)["cold_compile_factor"]
 
         def available_for(tp_size: int) -> int:
             return budget - non_kv_for(tp_size)
@@ -462,7 +467,14 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     if engine == "cuda" and kv_cache_dtype.startswith("fp8"):
         auto_groups, auto_group_size = kv_groups(shape, tp, block, kv_dtype_bytes("auto", shape.dtype))
         warnings.append(_fp8_kv_tradeoff(kv_cache_dtype, capacity, kv_capacity(
-            auto_groups, auto_group_size, available, length, batched)))
+            auto_groups, auto_group_size, available, length, batched), gpus))
+    measured = calibration(engine)
+    if vllm_version != measured["vllm"]:
+        where = ("were measured on vLLM %s (%s)" % (measured["vllm"], measured["hardware"])
+                 if measured["vllm"] else "were never measured on the %s engine" % engine)
+        warnings.append("the planner's factors %s; this host runs vLLM %s, so the KV cache "
+                        "figures are computed, not measured: check them against the start-up log "
+                        "(bench/gpu_rehearsal.py calibrate)" % (where, vllm_version))
     args = {"tensor-parallel-size": tp, "max-model-len": length,
             "gpu-memory-utilization": float(gpu_memory_utilization)}
     if kv_cache_dtype != "auto":
@@ -478,11 +490,16 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     env = {name: str(value) for name, value in (vllm_env or {}).items()}
     if engine == "cpu":
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(max(1, int(cpu_kv_cache_bytes) // GiB)))
+    device_groups = [list(range(i * tp, (i + 1) * tp)) for i in range(replicas)] if gpus else [[]]
     return {
         "engine": engine,
+        "engine_version": engine_version,
+        "vllm_version": vllm_version,
+        "calibrated_on": {"vllm": measured["vllm"], "hardware": measured["hardware"]},
+        "instances": instances(args, device_groups, len(gpus), tp, **(serving or {})),
         "tensor_parallel_size": tp,
         "replicas": replicas,
-        "device_groups": [list(range(i * tp, (i + 1) * tp)) for i in range(replicas)] if gpus else [[]],
+        "device_groups": device_groups,
         "max_model_len": length,
         "parameters": parameter_count(shape),
         "weight_bytes": weights_total,
@@ -503,13 +520,88 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     }
 
 
-def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict) -> str:
-    """What an FP8 KV cache buys and costs, as measured (bench/results/h200/README.md)."""
-    return ("kv_cache_dtype=%s holds %d tokens (concurrency %.2f at max_model_len) where auto holds "
-            "%d (%.2f), but on an H200 (vLLM 0.25.1, Gemma-4-31B FP8-block) it served 5-14 %% fewer "
-            "tokens/s than auto at 1-128 concurrent requests: choose it only when auto's concurrency "
-            "is too low for the traffic" % (kv_cache_dtype, fp8["kv_cache_tokens"], fp8["max_concurrency"],
-                                              auto["kv_cache_tokens"], auto["max_concurrency"]))
+def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict, gpus: list) -> str:
+    """What an FP8 KV cache buys, from the plan, and what it costs where that was measured."""
+    text = ("kv_cache_dtype=%s holds %d tokens (concurrency %.2f at max_model_len) where auto holds "
+            "%d (%.2f)" % (kv_cache_dtype, fp8["kv_cache_tokens"], fp8["max_concurrency"],
+                           auto["kv_cache_tokens"], auto["max_concurrency"]))
+    measured = calibration("cuda")
+    if {g["name"] for g in gpus} == {measured["hardware"]}:
+        low, high = sorted(-x for x in measured["fp8_kv_throughput_change"])
+        return text + ("; on this GPU (%s, vLLM %s) it served %d-%d %% fewer tokens/s than auto at "
+                       "1-128 concurrent requests: choose it only when auto's concurrency is too low "
+                       "for the traffic" % (measured["hardware"], measured["vllm"], round(low * 100),
+                                            round(high * 100)))
+    return text + ("; its throughput cost on %s is not measured: benchmark both before choosing it"
+                   % ", ".join(sorted({g["name"] for g in gpus})))
+
+
+def instances(args: dict, device_groups: list, gpu_count: int, tp: int, *, declared=None,
+              port: int = 8000, bind_address: str = "0.0.0.0", served_model_name: str = "",
+              load_format: str = "auto") -> list:
+    """The vLLM instances of the host, each with the final flags it runs with (all but
+    ``model``, the path the model role publishes).  ``declared``: the operator's
+    ``[{name, port, devices, args}]``, checked here; empty runs one instance per device
+    group, named ``main`` (a single one) or ``replica0``, ``replica1``, ... on
+    consecutive ports.  Errors start with ``instances``."""
+    declared = list(declared or []) or [{"devices": group} for group in device_groups]
+    problems, result, owner = [], [], {}
+    for index, item in enumerate(declared):
+        if not isinstance(item, dict):
+            raise PlanError("instances[%d]: %r is not a dict of name, port, devices, args" % (index, item))
+        name = str(item.get("name") or ("main" if len(declared) == 1 else "replica%d" % index))
+        where = "instances[%d] (%s)" % (index, name)
+        try:
+            inst_port = int(item.get("port") or port + index)
+        except (TypeError, ValueError):
+            inst_port = -1
+        devices = item.get("devices")
+        if devices is None:
+            devices = device_groups[index] if index < len(device_groups) else []
+        if not _NAME.match(name):
+            problems.append("%s: the name must be made of %s" % (where, INSTANCE_NAME_CHARS))
+        if not 0 < inst_port < 65536:
+            problems.append("%s: port %r is not a TCP port (1-65535)" % (where, item.get("port")))
+        if not isinstance(devices, list) or not all(isinstance(d, int) and not isinstance(d, bool)
+                                                    for d in devices):
+            problems.append("%s: devices %r is not a list of GPU indexes" % (where, devices))
+            devices = []
+        if gpu_count and len(devices) != tp:
+            problems.append("%s: %d device(s) %s, but tensor_parallel_size is %d: an instance takes "
+                            "exactly tensor_parallel_size GPUs" % (where, len(devices), devices, tp))
+        if not gpu_count and devices:
+            problems.append("%s: devices %s on a host without accelerators (the cpu engine)"
+                            % (where, devices))
+        for device in devices:
+            if gpu_count and not 0 <= device < gpu_count:
+                problems.append("%s: device %d does not exist; the host has %d GPU(s), %s"
+                                % (where, device, gpu_count, "0-%d" % (gpu_count - 1)))
+            elif device in owner:
+                problems.append("%s: device %d is also %s's; two instances cannot share a GPU"
+                                % (where, device, owner[device]))
+            else:
+                owner[device] = name
+        extra = item.get("args") or {}
+        errors, _warnings = check_operator_args(extra, {})
+        problems += ["%s: args[%r]: %s" % (where, key, reason) for key, reason in errors]
+        final = dict(args)
+        final.update({flag_name(key): value for key, value in extra.items()})
+        final.update({"host": bind_address, "port": inst_port})
+        if served_model_name:
+            final["served-model-name"] = served_model_name
+        if load_format == "dummy":
+            final["load-format"] = "dummy"
+        result.append({"name": name, "port": inst_port, "devices": devices, "args": final})
+    for key in ("name", "port"):
+        seen = {}
+        for index, inst in enumerate(result):
+            seen.setdefault(inst[key], []).append("instances[%d]" % index)
+        problems += ["instances: %s %s is given to %s; each instance needs its own %s"
+                     % (key, value, " and ".join(where), key)
+                     for value, where in seen.items() if len(where) > 1]
+    if problems:
+        raise PlanError("; ".join(problems))
+    return result
 
 
 def _check_capability(gpus: list, shape: Shape, kv_cache_dtype: str, warnings: list) -> None:

@@ -42,12 +42,12 @@ def ask(bindir: Path) -> list[str]:
     lines = []
     for host in inventory["inference"]["hosts"]:
         hostvars = inventory["_meta"]["hostvars"][host]
-        port = hostvars.get("vllm_service_port", 8000)
+        port = hostvars.get("preflight_port", 8000)
         url = f"http://{fleet.address(FLEET, host)}:{port}/v1"
         client = OpenAI(base_url=url, api_key=hostvars["vllm_service_api_key"], timeout=60)
         started = time.monotonic()
         reply = client.chat.completions.create(
-            model=hostvars["vllm_service_served_model_name"], max_tokens=24,
+            model=hostvars["vllm_fleet_served_model_name"], max_tokens=24,
             messages=[{"role": "user", "content": QUESTION}])
         took = time.monotonic() - started
         print(f"{host}: {url} ({hostvars['ansible_host']}:{port} on the fleet network)\n"

@@ -32,6 +32,14 @@ class Run:
         message = result.get("msg", "") + " ".join(r.get("msg", "") for r in result.get("results", []))
         return name, message
 
+    def fact(self, host: str, name: str):
+        """The last value the host's tasks set for the fact ``name`` (found by the fact,
+        not by a task's name)."""
+        values = [r["ansible_facts"][name] for _n, r in self.host_results(host)
+                  if name in r.get("ansible_facts", {})]
+        assert values, "no task of %s set %s" % (host, name)
+        return values[-1]
+
     def changed(self) -> int:
         return sum(stats["changed"] for stats in self.report["stats"].values())
 

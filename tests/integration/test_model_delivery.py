@@ -37,7 +37,7 @@ def test_revision_info_lists_files_with_sizes_and_git_blob_etags(mirror):
 
 @pytest.mark.parametrize("revision", ["main", "6b30899"])
 def test_floating_revisions_are_refused(revision):
-    with pytest.raises(ModelError, match="vllm_model_revision: .* pin the full 40-hex commit sha"):
+    with pytest.raises(ModelError, match="vllm_fleet_model_revision: .* pin the full 40-hex commit sha"):
         check_revision_format(revision, allow_floating=False)
     check_revision_format(revision, allow_floating=True)
 
@@ -47,11 +47,11 @@ def test_floating_revision_resolves_to_the_sha(mirror):
 
 
 def test_unknown_revision_repo_and_endpoint(mirror):
-    with pytest.raises(ModelError, match=r"^vllm_model_revision: the hub could not serve"):
+    with pytest.raises(ModelError, match=r"^vllm_fleet_model_revision: the hub could not serve"):
         revision_info(mirror["endpoint"], REPO, "0" * 40)
-    with pytest.raises(ModelError, match=r"^vllm_model_(repo|hf_endpoint): "):
+    with pytest.raises(ModelError, match=r"^vllm_fleet_model_repo: demo/no-such-model was not found at "):
         revision_info(mirror["endpoint"], "demo/no-such-model", mirror["sha"])
-    with pytest.raises(ModelError, match=r"^vllm_model_hf_endpoint: cannot read"):
+    with pytest.raises(ModelError, match=r"^vllm_fleet_model_endpoint: cannot read"):
         revision_info("http://127.0.0.1:9", REPO, mirror["sha"])
 
 
@@ -86,7 +86,7 @@ def test_hf_revision_module(run_module, mirror):
     ok = run_module("hf_revision", {"repo": REPO, "revision": mirror["sha"], "endpoint": mirror["endpoint"]})
     assert ok["sha"] == mirror["sha"] and ok["bytes"] > 680000
     bad = run_module("hf_revision", {"repo": REPO, "revision": "main", "endpoint": mirror["endpoint"]})
-    assert bad["failed"] and bad["msg"].startswith("vllm_model_revision: 'main' is a branch")
+    assert bad["failed"] and bad["msg"].startswith("vllm_fleet_model_revision: 'main' is a branch")
 
 
 def test_switching_back_to_a_verified_snapshot_downloads_nothing(mirror, tmp_path):
@@ -103,7 +103,7 @@ def test_switching_back_to_a_verified_snapshot_downloads_nothing(mirror, tmp_pat
 
 
 def test_a_capacity_rehearsal_fetches_everything_but_the_weights(mirror, tmp_path, root):
-    """vllm_model_load_format: dummy fetches with the role's rehearsal patterns."""
+    """vllm_fleet_model_load_format: dummy fetches with the role's rehearsal patterns."""
     import yaml
     patterns = yaml.safe_load((root / "roles/vllm_model/vars/main.yml").read_text())[
         "_vllm_model_rehearsal_patterns"]

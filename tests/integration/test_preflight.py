@@ -12,9 +12,23 @@ REFUSALS = {
     "tp-does-not-divide-heads": "preflight_tensor_parallel_size=3 does not divide the model's 32 attention heads",
     "bf16-on-a-4090": "preflight_tensor_parallel_size=auto: the model does not fit on 1 GPU(s) of 24.0 GiB",
     "seed-swap-space": "preflight_vllm_args['swap-space']: --swap-space was removed from vLLM",
-    "seed-prometheus-port": "vllm_service_args['prometheus-port']: --prometheus-port does not exist",
+    "seed-prometheus-port": "preflight_vllm_args['prometheus-port']: --prometheus-port does not exist",
     "seed-quantization-fp8-on-fp8-block": "preflight_quantization: --quantization fp8 contradicts",
-    "seed-fictitious-env": "vllm_service_env['VLLM_USE_RoPE_KERNEL']: VLLM_USE_RoPE_KERNEL is not a vLLM variable",
+    "seed-fictitious-env": "preflight_vllm_env['VLLM_USE_RoPE_KERNEL']: VLLM_USE_RoPE_KERNEL is not a vLLM variable",
+    # The instances of a host, checked against the plan and the host before anything runs.
+    "instances-share-a-gpu": "preflight_instances[1] (second): device 0 is also first's; two instances cannot "
+                             "share a GPU",
+    "instance-device-beyond-the-host": "preflight_instances[0] (main): device 7 does not exist; the host has 4 "
+                                       "GPU(s), 0-3",
+    "instance-devices-not-tensor-parallel": "preflight_instances[0] (wide): 2 device(s) [0, 1], but "
+                                            "tensor_parallel_size is 1: an instance takes exactly "
+                                            "tensor_parallel_size GPUs",
+    "instances-duplicate-names-and-ports": "preflight_instances: name chat is given to instances[0] and "
+                                           "instances[1]; each instance needs its own name; preflight_instances: port "
+                                           "9000 is given to instances[0] and instances[1]; each instance "
+                                           "needs its own port",
+    "no-model-to-plan": "vllm_fleet_model_repo: empty, and preflight_model names no catalogue entry",
+    "engine-release-unknown": "vllm_fleet_engine_version: '0.1.0' is not a release of the cuda engine",
     "context-beyond-the-model": "preflight_max_model_len=300000 exceeds the model's max_position_embeddings",
     "utilization-as-percent": "preflight_gpu_memory_utilization=92.0 is out of range",
     "kv-dtype-unknown": "value of preflight_kv_cache_dtype must be one of: auto, bfloat16, float16, fp8",
@@ -22,8 +36,7 @@ REFUSALS = {
 
 
 def report(run, host: str) -> dict:
-    recorded = next(r for n, r in run.host_results(host) if n == "Record this host's row of the fleet table")
-    return recorded["ansible_facts"]["preflight_report"]
+    return run.fact(host, "preflight_report")
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["run", "check-mode"])
@@ -32,7 +45,7 @@ def test_every_profile_is_planned(playbook, check):
     assert run.rc == 0, run.stderr
     assert run.changed() == 0
     hosts = ["h200-fp8", "h100-fp8", "l40s-fp8-tp2", "a100-bf16-tp2", "rtx4090-awq", "ascend-910b", "cpu-demo"]
-    table = next(r["msg"] for n, r in run.host_results("h200-fp8") if n == "Print the fleet's plan")
+    table = next(r["msg"] for _n, r in run.host_results("h200-fp8") if str(r.get("msg", "")).startswith("host "))
     assert {line.split()[0] for line in table.splitlines()[1:8]} == set(hosts)
     plans = {host: report(run, host)["plan"] for host in hosts}
     assert {h: (p["quantization"].get("mode", p["engine"]), p["tensor_parallel_size"]) for h, p in plans.items()} == {
@@ -60,7 +73,5 @@ def test_plan_is_published_for_later_roles(playbook, localhost_inventory):
                    {"vllm_fleet_engine": "cpu", "preflight_model": "tiny-gemma4",
                     "preflight_max_model_len": 1024})
     assert run.rc == 0, run.stderr
-    recorded = next(r for n, r in run.host_results("localhost")
-                    if n == "Record the plan for the roles that follow")
-    plan = recorded["ansible_facts"]["preflight_plan"]
+    plan = run.fact("localhost", "preflight_plan")
     assert plan["kv_cache_tokens"] == 1016800 and plan["vllm_args"]["max-model-len"] == 1024

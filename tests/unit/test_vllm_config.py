@@ -8,7 +8,7 @@ import textwrap
 import pytest
 import yaml
 from ansible.module_utils.vllm_config import (
-    HEADER, ConfigError, check_with_vllm, converge, merge, render)
+    HEADER, ConfigError, check_with_vllm, converge, render)
 
 PLAN = {"tensor-parallel-size": 1, "max-model-len": 1024, "gpu-memory-utilization": 0.92}
 
@@ -26,21 +26,6 @@ def test_render_is_sorted_valid_yaml_with_the_values_vllm_reads():
         "enable-prefix-caching": False, "gpu-memory-utilization": 0.92, "tiny": 1e-05,
         "compilation-config": {"level": 3, "cudagraph_sizes": [1, 2]}}
     assert render({"b": 1, "a": 2}) == render({"a": 2, "b": 1})
-
-
-def test_merge_puts_overrides_on_top_under_vllm_flag_names():
-    merged = merge(PLAN, {"enable_prefix_caching": True, "--max-num-seqs": 64}, "vllm_service_args")
-    assert merged == dict(PLAN, **{"enable-prefix-caching": True, "max-num-seqs": 64})
-
-
-@pytest.mark.parametrize("key, reason", [
-    ("swap-space", "removed from vLLM"),
-    ("prometheus_port", "does not exist"),
-    ("max-model-len", "set max_model_len instead"),
-])
-def test_merge_refuses_the_seed_guides_flags_naming_the_variable(key, reason):
-    with pytest.raises(ConfigError, match=r"vllm_service_args\[%r\]: .*%s" % (key, reason)):
-        merge(PLAN, {key: 4}, "vllm_service_args")
 
 
 class Checker:
@@ -78,7 +63,7 @@ def test_a_refused_file_leaves_the_running_one_alone(tmp_path, venv_python):
     with pytest.raises(ConfigError) as refused:
         converge(str(path), dict(PLAN, **{"no-such-flag": True}), venv_python, checker=checker)
     assert str(refused.value) == (
-        "vllm_service_args: vLLM 0.32.0 refuses the configuration for %s: vllm: error: "
+        "preflight_vllm_args: vLLM 0.32.0 refuses the configuration for %s: vllm: error: "
         "unrecognized arguments: --no-such-flag; the running service keeps its current "
         "configuration" % path)
     assert path.read_text() == render(PLAN)
@@ -109,7 +94,7 @@ def test_check_mode_before_the_runtime_exists_warns(tmp_path):
 # FlexibleArgumentParser reading --config YAML, make_arg_parser, validate_parsed_serve_args),
 # so that the script's own mechanics run here; the real vLLM parser runs in molecule.
 STANDIN = {
-    "vllm/__init__.py": "__version__ = '0.0.0+standin'\n",
+    "vllm/__init__.py": "__version__ = '0.33.0+standin'\n",
     "vllm/utils/__init__.py": "",
     "vllm/utils/argparse_utils.py": """
         import argparse, yaml
@@ -138,7 +123,11 @@ STANDIN = {
 
 @pytest.fixture
 def standin_python(tmp_path, monkeypatch):
-    for name, text in STANDIN.items():
+    return _standin(tmp_path, monkeypatch, STANDIN)
+
+
+def _standin(tmp_path, monkeypatch, files):
+    for name, text in files.items():
         path = tmp_path / "site" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
@@ -148,11 +137,22 @@ def standin_python(tmp_path, monkeypatch):
 
 def test_the_check_script_reports_what_the_parser_says(standin_python):
     ok = check_with_vllm(standin_python, render({"model": "/m", "port": 8000, "enforce-eager": True}))
-    assert ok == {"ok": True, "version": "0.0.0+standin"}
+    assert ok == {"ok": True, "version": "0.33.0+standin"}
     unknown = check_with_vllm(standin_python, render({"model": "/m", "swap-space": 4}))
     assert not unknown["ok"] and unknown["error"].endswith("unrecognized arguments: --swap-space 4")
     invalid = check_with_vllm(standin_python, render({"model": "/m", "port": 1}))
     assert invalid["error"] == "ValueError: port 1 is privileged"
+
+
+def test_the_check_script_takes_an_old_release_parser_from_the_version_table(tmp_path, monkeypatch):
+    """Releases before PARSER_NEW_SINCE keep the parser in vllm.entrypoints.openai.cli_args."""
+    old = {name.replace("launchers", "openai"): text for name, text in STANDIN.items()}
+    old["vllm/__init__.py"] = "__version__ = '0.25.1'\n"
+    python = _standin(tmp_path, monkeypatch, old)
+    assert check_with_vllm(python, render({"model": "/m", "port": 8000})) == {"ok": True, "version": "0.25.1"}
+    old["vllm/__init__.py"] = "__version__ = '0.33.0'\n"
+    python = _standin(tmp_path, monkeypatch, old)
+    assert "No module named 'vllm.entrypoints.launchers'" in check_with_vllm(python, render({"model": "/m"}))["error"]
 
 
 def test_the_check_script_reports_a_missing_vllm(tmp_path, monkeypatch):
@@ -169,7 +169,6 @@ def test_the_module_refuses_a_file_vllm_would_not_read(run_module, tmp_path):
 
 def test_the_module_in_check_mode_on_a_fresh_host(run_module, tmp_path):
     result = run_module("vllm_config", {"path": str(tmp_path / "main.yaml"), "settings": PLAN,
-                                        "overrides": {"enable-prefix-caching": True},
                                         "python": str(tmp_path / "none")}, check_mode=True)
     assert result["changed"] and not result["validated"]
     assert not (tmp_path / "main.yaml").exists()

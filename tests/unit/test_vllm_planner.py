@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from ansible.module_utils.vllm_versions import RELEASES
 from ansible.module_utils.vllm_planner import (
     GiB, PlanError, kv_bytes_per_token, kv_groups, model_shape, parameter_count, plan)
 
@@ -99,7 +100,7 @@ def test_sliding_layers_reserve_window_plus_batch_not_the_whole_context():
 
 def test_bf16_on_two_a100s_at_tp2():
     p = plan(model("gemma-4-31B-it"), [A100, A100], tensor_parallel_size=2,
-             nvlink_fully_connected=True, max_model_len=32768)
+             nvlink_fully_connected=True, max_model_len=32768, engine_version="0.25.1")
     assert p["weight_bytes_per_gpu"] == pytest.approx(61.6e9 / 2, rel=0.01)
     assert (p["max_num_batched_tokens"], p["max_num_seqs"]) == (2048, 256)
     assert p["quantization"]["mode"] == "bfloat16" and p["warnings"] == []
@@ -181,7 +182,7 @@ def test_impossible_settings_are_refused(gpus, kwargs, message):
     ({"vllm_args": {"swap-space": 16}}, "vllm_args['swap-space']: --swap-space was removed"),
     ({"vllm_args": {"prometheus_port": 9000}}, "--prometheus-port does not exist"),
     ({"vllm_args": {"enable-request-id": True}}, "--enable-request-id-headers does"),
-    ({"vllm_args": {"tensor-parallel-size": 2}}, "--tensor-parallel-size is planned: set tensor_parallel_size"),
+    ({"vllm_args": {"tensor-parallel-size": 2}}, "--tensor-parallel-size is planned: set preflight_tensor_parallel_size"),
     ({"vllm_env": {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}}, "use the attention-backend flag"),
     ({"vllm_env": {"VLLM_DISABLE_LOG_STATS": "1"}}, "VLLM_DISABLE_LOG_STATS is not a vLLM variable"),
 ])
@@ -219,9 +220,88 @@ def test_the_cpu_engine_carries_its_kv_cache_size_in_the_environment():
 
 
 def test_an_fp8_kv_cache_says_what_it_buys_and_costs():
-    fp8 = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, kv_cache_dtype="fp8")
-    auto = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768)
-    text = " ".join(fp8["warnings"])
+    fp8 = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, kv_cache_dtype="fp8",
+               engine_version="0.25.1")
+    auto = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, engine_version="0.25.1")
     assert fp8["kv_cache_tokens"] > 1.9 * auto["kv_cache_tokens"]
-    assert f"holds {fp8['kv_cache_tokens']} tokens" in text and f"auto holds {auto['kv_cache_tokens']}" in text
-    assert "5-14 % fewer tokens/s" in text and auto["warnings"] == []
+    assert fp8["warnings"] == [
+        "kv_cache_dtype=fp8 holds %d tokens (concurrency %.2f at max_model_len) where auto holds %d "
+        "(%.2f); on this GPU (NVIDIA H200, vLLM 0.25.1) it served 5-14 %% fewer tokens/s than auto at "
+        "1-128 concurrent requests: choose it only when auto's concurrency is too low for the traffic"
+        % (fp8["kv_cache_tokens"], fp8["max_concurrency"], auto["kv_cache_tokens"], auto["max_concurrency"])]
+    assert auto["warnings"] == []
+
+
+def test_the_fp8_kv_cost_is_only_claimed_where_it_was_measured():
+    fp8 = plan(model("gemma-4-31B-it-FP8-block"), [L40S, L40S], max_model_len=8192, kv_cache_dtype="fp8",
+               tensor_parallel_size=2, nvlink_fully_connected=True, engine_version="0.25.1")
+    text = " ".join(fp8["warnings"])
+    assert "its throughput cost on NVIDIA L40S is not measured" in text and "5-14" not in text
+
+
+def test_a_plan_says_which_vllm_its_factors_were_measured_on():
+    measured = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, engine_version="0.25.1")
+    current = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768)
+    assert measured["calibrated_on"] == {"vllm": "0.25.1", "hardware": "NVIDIA H200"}
+    assert (measured["engine_version"], measured["vllm_version"], measured["warnings"]) == ("0.25.1", "0.25.1", [])
+    assert current["engine_version"] == RELEASES["cuda"]["default"] == "0.33.0"
+    assert current["warnings"] == [
+        "the planner's factors were measured on vLLM 0.25.1 (NVIDIA H200); this host runs vLLM "
+        "0.33.0, so the KV cache figures are computed, not measured: check them against the start-up log "
+        "(bench/gpu_rehearsal.py calibrate)"]
+    with pytest.raises(PlanError, match=r"^engine_version: '0.1.0' is not a release of the cuda engine "
+                                        r"in the version table \(0.25.1, 0.33.0\)$"):
+        plan(model("gemma-4-31B-it-FP8-block"), [H200], engine_version="0.1.0")
+
+
+SERVING = {"port": 8000, "bind_address": "10.0.0.5", "served_model_name": "gemma-4-31B"}
+
+
+def test_the_plan_carries_one_instance_per_device_group_with_its_final_flags():
+    p = plan(model("gemma-4-31B-it"), [dict(L40S, count=4)], max_model_len=8192, engine_version="0.25.1",
+             vllm_args={"enable-prefix-caching": True}, serving=SERVING)
+    assert [(i["name"], i["port"], i["devices"]) for i in p["instances"]] == [
+        ("replica0", 8000, [0, 1]), ("replica1", 8001, [2, 3])]
+    assert p["instances"][1]["args"] == dict(p["vllm_args"], host="10.0.0.5", port=8001,
+                                             **{"served-model-name": "gemma-4-31B"})
+    assert p["instances"][1]["args"]["enable-prefix-caching"] is True
+
+
+def test_a_single_instance_is_main_and_a_rehearsal_loads_dummy_weights():
+    p = plan(model("tiny-gemma4"), [], engine="cpu", max_model_len=1024, cpu_kv_cache_bytes=1 << 30,
+             serving=dict(SERVING, load_format="dummy"))
+    assert [(i["name"], i["port"], i["devices"]) for i in p["instances"]] == [("main", 8000, [])]
+    assert p["instances"][0]["args"]["load-format"] == "dummy"
+
+
+def test_declared_instances_keep_their_names_ports_and_own_flags():
+    p = plan(model("gemma-4-31B-it-FP8-block"), [dict(H200, count=2)], max_model_len=8192, serving=dict(
+        SERVING, declared=[{"name": "chat", "port": 9000, "devices": [1]},
+                           {"name": "batch", "devices": [0], "args": {"max-num-seqs": 8}}]))
+    assert [(i["name"], i["port"], i["devices"]) for i in p["instances"]] == [
+        ("chat", 9000, [1]), ("batch", 8001, [0])]
+    assert p["instances"][1]["args"]["max-num-seqs"] == 8 and "max-num-seqs" not in p["instances"][0]["args"]
+
+
+@pytest.mark.parametrize("declared, message", [
+    ([{"name": "a", "devices": [0]}, {"name": "b", "devices": [0]}],
+     "instances[1] (b): device 0 is also a's; two instances cannot share a GPU"),
+    ([{"name": "a", "devices": [2]}],
+     "instances[0] (a): device 2 does not exist; the host has 2 GPU(s), 0-1"),
+    ([{"name": "a", "devices": [0, 1]}],
+     "instances[0] (a): 2 device(s) [0, 1], but tensor_parallel_size is 1: an instance takes exactly "
+     "tensor_parallel_size GPUs"),
+    ([{"name": "a", "devices": [0]}, {"name": "a", "devices": [1]}],
+     "instances: name a is given to instances[0] and instances[1]; each instance needs its own name"),
+    ([{"name": "a", "port": 9000, "devices": [0]}, {"name": "b", "port": 9000, "devices": [1]}],
+     "instances: port 9000 is given to instances[0] and instances[1]; each instance needs its own port"),
+    ([{"name": "a b", "devices": [0]}],
+     "instances[0] (a b): the name must be made of letters, digits, '.', '_' or '-'"),
+    ([{"name": "a", "devices": [0], "args": {"swap-space": 4}}],
+     "instances[0] (a): args['swap-space']: --swap-space was removed from vLLM"),
+])
+def test_declared_instances_that_cannot_run_are_refused(declared, message):
+    with pytest.raises(PlanError) as refused:
+        plan(model("gemma-4-31B-it-FP8-block"), [dict(H200, count=2)], max_model_len=8192,
+             tensor_parallel_size=1, serving=dict(SERVING, declared=declared))
+    assert str(refused.value).startswith(message)
