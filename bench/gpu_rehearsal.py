@@ -50,9 +50,10 @@ CASES = [(model, kv, length)
          for model in ("gemma-4-31B-it", "gemma-4-31B-it-FP8-block")
          for kv in ("auto", "fp8")
          for length in (8192, 32768)]
-# The seed guide's single-GPU command line (shared/seeds/000_*): its TP 2 cannot run on
-# one GPU and --quantization fp8 makes vLLM refuse a compressed-tensors checkpoint, so
-# both are dropped; everything else is kept as written.
+# The single-GPU command line of the seed guide the project started from (docs/vllm.md
+# says why its flags are refused): its TP 2 cannot run on one GPU and --quantization fp8
+# makes vLLM refuse a compressed-tensors checkpoint, so both are dropped; everything else
+# is kept as written.
 SEED_ARGS = {"tensor-parallel-size": 1, "dtype": "half", "block-size": 2048, "max-num-seqs": 256,
              "max-model-len": 4096, "gpu-memory-utilization": 0.9, "enforce-eager": True,
              "disable-custom-all-reduce": True, "enable-prefix-caching": True, "seed": 42,

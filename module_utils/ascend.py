@@ -1,6 +1,6 @@
 """Huawei Ascend driver, firmware and CANN: installed versions and the install order.
 
-Facts: shared/reference/deployment-facts.md -- first install: driver, then firmware;
+Facts: docs/platforms.md (Ascend 910B) -- first install: driver, then firmware;
 upgrade: firmware, then driver; then the CANN toolkit, the 910b ops/kernels package
 and nnal.  Installed versions are in the components' ``version.info`` files.
 """

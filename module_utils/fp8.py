@@ -1,6 +1,6 @@
 """How vLLM runs a checkpoint's quantization on a GPU of a given compute capability.
 
-Facts (shared/reference/deployment-facts.md, vLLM ``platforms/cuda.py``):
+Facts (docs/models.md, vLLM ``platforms/cuda.py``):
 * native FP8 W8A8 needs compute capability >= 8.9 (``supports_fp8()``): Ada (L4, L40S,
   RTX 4090), Hopper, Blackwell.  The seed guide's "Ada cannot do FP8" is false.
 * 7.5 <= cc < 8.9 (T4, A100, A10, 3090): FP8 checkpoints run weight-only (W8A16)

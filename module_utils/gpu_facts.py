@@ -2,10 +2,10 @@
 
 ``read_nvml(nvml)`` makes the NVML calls through an object with the nvidia-ml-py
 (``pynvml``) interface and returns a JSON-able snapshot, errors included, in the
-shape of shared/reference/h200-single-gpu-host.json.  ``build_facts(snapshot)`` is
+shape of tests/fixtures/nvml/h200-single-gpu-host.json.  ``build_facts(snapshot)`` is
 pure and decides everything else, so recorded snapshots are the unit-test fixtures.
 
-NVML pitfalls handled (shared/reference/deployment-facts.md):
+NVML pitfalls handled (docs/platforms.md, NVML):
 * ``NVML_NVLINK_MAX_LINKS`` is 18 in older bindings and 36 in newer ones: links are
   read until NVML answers NotSupported / InvalidArgument.
 * ``NVML_P2P_CAPS_INDEX_READ`` is the tuple ``(0,)`` in the bindings: the integer is passed.

@@ -1,6 +1,6 @@
 """The NVIDIA driver on a host: what is loaded, what the packages say, and what to do.
 
-Facts: shared/reference/deployment-facts.md (open kernel modules required on Hopper
+Facts: docs/platforms.md (NVIDIA driver; open kernel modules required on Hopper
 and newer; fabric manager version == driver version on NVSwitch systems; Kylin V10
 reports major version "V10" and takes NVIDIA's rhel8 repository).
 """

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
-# Wheels whose tag understates what they need (shared/reference/deployment-facts.md):
+# Wheels whose tag understates what they need (docs/platforms.md, wheels and glibc):
 # vLLM <= 0.11 is tagged manylinux1 but needs glibc 2.32.
 REAL_GLIBC_NEEDS = {"vllm": ((0, 11, 999), (2, 32))}
 

@@ -4,7 +4,7 @@
 Used by the demo inventory and by every molecule scenario.  No image registry is
 reachable on the machines this project is developed and tested on, so base images
 are made with debootstrap and ``docker import`` (recipe:
-shared/reference/test-infrastructure.md) and cached under a tag that carries the
+docs/test-hosts.md) and cached under a tag that carries the
 recipe's hash; an image is rebuilt only when its recipe changes.
 
     fleet.py daemon                      start dockerd when it is not answering

@@ -4,7 +4,7 @@
 The real Gemma-4 architecture (Gemma4ForCausalLM: 5 sliding-window layers and one
 full-attention layer with its own head size, per-layer inputs), 336k parameters,
 a 512-token byte-level BPE tokenizer with byte fallback and a Gemma-style chat
-template.  vLLM's CPU build serves it (shared/reference/test-infrastructure.md).
+template.  vLLM's CPU build serves it (docs/test-hosts.md).
 It is the model of the demo and of every test that serves.
 
     python tools/tiny_gemma4.py tests/fixtures/models/tiny-gemma4
