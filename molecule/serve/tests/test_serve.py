@@ -3,6 +3,7 @@ unit recovered from, refused bad flags)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -83,9 +84,16 @@ def test_metrics_expose_kv_cache_usage(host):
     assert status == 200 and "vllm:kv_cache_usage_perc" in text
 
 
-def test_exposure_is_measured(host):
+# systemd-analyze's scale: 0 (safest) to 10; <= 2 is "OK". The unit scored 1.5 on the demo;
+# a sandboxing line lost (ProtectSystem, a capability, ...) raises it past the limit.
+EXPOSURE_LIMIT = 2.0
+
+
+def test_exposure_is_within_the_limit(host):
     out = host.check_output("systemd-analyze security --no-pager vllm@main.service | tail -1")
-    assert "Overall exposure level for vllm@main.service" in out
+    level = re.fullmatch(r".*Overall exposure level for vllm@main\.service: ([0-9.]+) \S+.*", out.strip())
+    assert level, out
+    assert float(level.group(1)) <= EXPOSURE_LIMIT, out
 
 
 def test_the_rehearsal_kept_apart_from_the_weights(host):
