@@ -108,6 +108,12 @@ options:
     description: The model name clients send (C(--served-model-name)); empty leaves vLLM's default.
     type: str
     default: ""
+  sse_keep_alive_interval:
+    description:
+      - Seconds after which an idle stream gets an SSE comment (C(--sse-keep-alive-interval)), so that a
+        gateway's read timeout does not cut it; 0 for none. Set only where the release has the flag.
+    type: int
+    default: 0
   load_format:
     description: C(auto) serves the weights; C(dummy) random weights (a capacity rehearsal).
     type: str
@@ -178,7 +184,7 @@ from ansible.module_utils.vllm_planner import PlanError, plan
 PARAMETERS = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
               "nvlink_fully_connected", "weight_bytes", "block_size", "engine",
               "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env", "engine_version")
-SERVING = ("port", "bind_address", "served_model_name", "load_format")
+SERVING = ("port", "bind_address", "served_model_name", "load_format", "sse_keep_alive_interval")
 
 
 def auto_or_int(value, name):
@@ -213,6 +219,7 @@ def main():
             bind_address=dict(type="str", default="0.0.0.0"),
             served_model_name=dict(type="str", default=""),
             load_format=dict(type="str", default="auto", choices=["auto", "dummy"]),
+            sse_keep_alive_interval=dict(type="int", default=0),
             variable_prefix=dict(type="str", default=""),
             variable_names=dict(type="dict", default={}),
         ),

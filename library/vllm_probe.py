@@ -51,7 +51,7 @@ EXAMPLES = r"""
 - name: Check that the instance answers a chat completion
   vllm_probe:
     url: http://127.0.0.1:8000
-    api_key: "{{ vllm_service_api_key }}"
+    api_key: "{{ vllm_fleet_api_key }}"
     model: google/gemma-4-31B-it
 """
 

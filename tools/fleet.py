@@ -42,6 +42,8 @@ LABEL = "org.vllm-fleet.recipe"
 # molecule platforms in .config/molecule/config.yml.
 RUN_OPTIONS = (
     "--cap-add", "SYS_ADMIN",
+    # nftables: the engines' firewall (per network namespace: the machine's own rules stay).
+    "--cap-add", "NET_ADMIN",
     "--security-opt", "seccomp=unconfined",
     "--security-opt", "apparmor=unconfined",
     "--security-opt", "systempaths=unconfined",

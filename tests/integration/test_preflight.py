@@ -2,9 +2,11 @@
 planned, the invalid settings refused with the variable named, nothing changed."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,3 +77,44 @@ def test_plan_is_published_for_later_roles(playbook, localhost_inventory):
     assert run.rc == 0, run.stderr
     plan = run.fact("localhost", "preflight_plan")
     assert plan["kv_cache_tokens"] == 1016800 and plan["vllm_args"]["max-model-len"] == 1024
+
+
+GATEWAY_REFUSALS = {
+    "gw-client-without-key": ([{"name": "alice"}],
+                              "gateway_clients[0] (alice): has no key"),
+    "gw-duplicate-name": ([{"name": "alice", "key": "k" * 20}, {"name": "alice", "key": "j" * 20}],
+                          "gateway_clients[1] (alice): the name alice is also gateway_clients[0]'s"),
+    "gw-duplicate-key": ([{"name": "alice", "key": "k" * 20}, {"name": "bob", "key": "k" * 20}],
+                         "gateway_clients[1] (bob): the key is also gateway_clients[0]'s; every client needs its own"),
+    "gw-rate-zero": ([{"name": "alice", "key": "k" * 20, "rate_per_second": 0}],
+                     "gateway_clients[0] (alice).rate_per_second: 0 is not a whole number of requests per second > 0"),
+    "gw-connections-negative": ([{"name": "alice", "key": "k" * 20, "connections": -4}],
+                                "gateway_clients[0] (alice).connections: -4 is not a whole number of concurrent "
+                                "requests > 0"),
+}
+
+
+def test_bad_gateway_settings_are_refused_before_any_host_changes(playbook, tmp_path):
+    """playbooks/preflight.yml checks the gateways against the inference hosts' plans."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    gateways = {name: dict(local, gateway_clients=clients) for name, (clients, _m) in GATEWAY_REFUSALS.items()}
+    gateways["gw-cert-without-key"] = dict(local, gateway_clients=[{"name": "alice", "key": "k" * 20}],
+                                           gateway_tls_certificate="/etc/ssl/certs/server.pem")
+    gateways["gw-path-not-a-path"] = dict(local, gateway_clients=[{"name": "alice", "key": "k" * 20}],
+                                          gateway_allowed_paths=["/v1/models", "v1/chat/completions"])
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {
+        "inference": {"hosts": {"cpu-node": dict(local, preflight_hardware={"gpus": []})}},
+        "gateways": {"hosts": gateways}}}}))
+    run = playbook("preflight.yml", inventory, {"vllm_fleet_engine": "cpu", "preflight_model": "tiny-gemma4",
+                                                "preflight_max_model_len": 1024})
+    assert run.rc != 0 and run.changed() == 0
+    assert run.fact("cpu-node", "preflight_plan")["instances"][0]["name"] == "main"
+    expected = {name: message for name, (_c, message) in GATEWAY_REFUSALS.items()}
+    expected["gw-cert-without-key"] = ("gateway_tls_certificate: given without gateway_tls_private_key; give both, "
+                                       "or neither for a fleet CA")
+    expected["gw-path-not-a-path"] = ("gateway_allowed_paths[1]: 'v1/chat/completions' is not a path")
+    for host, message in expected.items():
+        _task, text = run.failure(host)
+        assert message in text, (host, text)
+        assert "k" * 20 not in text

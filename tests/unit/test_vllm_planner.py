@@ -305,3 +305,12 @@ def test_declared_instances_that_cannot_run_are_refused(declared, message):
         plan(model("gemma-4-31B-it-FP8-block"), [dict(H200, count=2)], max_model_len=8192,
              tensor_parallel_size=1, serving=dict(SERVING, declared=declared))
     assert str(refused.value).startswith(message)
+
+
+def test_streams_keep_alive_behind_a_gateway_only_where_the_release_has_the_flag():
+    cpu = plan(model("tiny-gemma4"), [], engine="cpu", max_model_len=1024, cpu_kv_cache_bytes=1 << 30,
+               serving=dict(SERVING, sse_keep_alive_interval=30))
+    assert cpu["instances"][0]["args"]["sse-keep-alive-interval"] == 30
+    old = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, engine_version="0.25.1",
+               serving=dict(SERVING, sse_keep_alive_interval=30))
+    assert "sse-keep-alive-interval" not in old["instances"][0]["args"]

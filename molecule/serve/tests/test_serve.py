@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-testinfra_hosts = ["ansible://inference"]
+# node1 took the side effects (the rehearsal, the kill -9, the refused flags).
+testinfra_hosts = ["ansible://node1"]
 KEY = "molecule-serve-key"
 # The host has no curl: ask with its own Python (standard library only).
 REQUEST = r"""
 import json, sys, urllib.request, urllib.error
-path, key, body = sys.argv[1], sys.argv[2], sys.argv[3]
-req = urllib.request.Request("http://127.0.0.1:8000" + path, data=body.encode() or None,
+url, key, body = sys.argv[1], sys.argv[2], sys.argv[3]
+req = urllib.request.Request(url, data=body.encode() or None,
                              headers={"Content-Type": "application/json",
                                       **({"Authorization": "Bearer " + key} if key else {})})
 try:
@@ -24,9 +25,17 @@ except urllib.error.HTTPError as e:
 """
 
 
+def engine(host) -> str:
+    """The instance's URL as the host reaches it: the address it is bound to (with a
+    gateway in the fleet, the host's private address, not 0.0.0.0)."""
+    config = host.file("/etc/vllm/main.yaml").content_string
+    address = re.search(r'^host: "?([^"\n]+)"?$', config, re.M).group(1)
+    return "http://%s:8000" % address
+
+
 def call(host, path, key="", body=None):
     result = host.run("python3 -c %s %s %s %s" % tuple(
-        map(_quote, (REQUEST, path, key, json.dumps(body) if body else ""))))
+        map(_quote, (REQUEST, engine(host) + path, key, json.dumps(body) if body else ""))))
     assert result.rc == 0, result.stderr
     status, _, text = result.stdout.partition("\n")
     return int(status), text

@@ -1,0 +1,131 @@
+"""The gateway's settings, checked before any host changes: its clients and their
+limits, the allowlist, the TLS inputs and the engines it balances over.
+
+Plain Python, no Ansible imports; ``library/gateway_plan.py`` wraps it and the role's
+nginx template renders what ``plan()`` returns.  Client keys never pass through here:
+the result names clients, the template pairs them with their keys.  Facts about nginx
+the configuration relies on are in docs/gateway.md.
+"""
+from __future__ import annotations
+
+import re
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+# Bearer tokens as they appear in a header: no quotes, spaces, '$' or '\' (the key also
+# stands in nginx's configuration, inside a quoted string).
+KEY = re.compile(r"^[A-Za-z0-9._~+/=-]{16,256}$")
+SIZE = re.compile(r"^[1-9][0-9]*[kKmM]?$")
+PATH = re.compile(r"^/[A-Za-z0-9._~/-]*$")
+LIMITS = {"rate_per_second": "a whole number of requests per second > 0",
+          "burst": "a whole number of requests >= 0",
+          "connections": "a whole number of concurrent requests > 0",
+          "max_body_size": "a size like 1048576, 512k or 1m"}
+
+
+def size_bytes(size) -> int:
+    """nginx's size syntax: ``1048576``, ``512k``, ``1m``."""
+    text = str(size)
+    scale = {"k": 1 << 10, "m": 1 << 20}.get(text[-1].lower(), 1)
+    return int(text.rstrip("kKmM")) * scale
+
+
+class GatewayError(ValueError):
+    """Each message (several are joined by '; ') starts with the variable it is about."""
+
+
+def _limit_problem(name: str, value) -> bool:
+    if name == "max_body_size":
+        return not SIZE.match(str(value))
+    if isinstance(value, bool) or not isinstance(value, int):
+        return True
+    return value < (0 if name == "burst" else 1)
+
+
+def _limits(where: str, given: dict, defaults: dict, problems: list) -> dict:
+    out = {}
+    for name in LIMITS:
+        value = given.get(name, defaults.get(name))
+        if _limit_problem(name, value):
+            problems.append("%s%s: %r is not %s" % (where, name, value, LIMITS[name]))
+        out[name] = value
+    return out
+
+
+def clients(given: list, keys_given: list, defaults: dict) -> tuple[list, list]:
+    """(clients with their limits, problems).  ``given`` are the clients without their
+    keys, ``keys_given`` the keys in the same order (kept apart so that Ansible can hide
+    them and nothing else)."""
+    problems, result, names, keys = [], [], {}, {}
+    _limits("gateway_", defaults, defaults, problems)
+    if not given:
+        problems.append("gateway_clients: no client is declared; the gateway would refuse every "
+                        "request (give [{name, key}], the keys from ansible-vault)")
+    for index, client in enumerate(given or []):
+        where = "gateway_clients[%d]" % index
+        if not isinstance(client, dict):
+            problems.append("%s: is not a dict of name, key and limits" % where)
+            continue
+        name = client.get("name")
+        label = "%s (%s)" % (where, name) if name else where
+        unknown = sorted(set(client) - {"name"} - set(LIMITS))
+        if unknown:
+            problems.append("%s: unknown setting(s) %s; a client has name, key, %s"
+                            % (label, ", ".join(unknown), ", ".join(LIMITS)))
+        if not isinstance(name, str) or not NAME.match(name):
+            problems.append("%s: name %r must be 1-32 lowercase letters, digits, '_' or '-'" % (label, name))
+        elif name in names:
+            problems.append("%s: the name %s is also %s's" % (label, name, names[name]))
+        else:
+            names[name] = where
+        key = keys_given[index] if index < len(keys_given) else None
+        if not key:
+            problems.append("%s: has no key" % label)
+        elif not isinstance(key, str) or not KEY.match(key):
+            problems.append("%s: the key must be 16-256 characters of letters, digits and ._~+/=-" % label)
+        elif key in keys:
+            problems.append("%s: the key is also %s's; every client needs its own" % (label, keys[key]))
+        else:
+            keys[key] = where
+        result.append(dict(name=name, **_limits(label + ".", client, defaults, problems)))
+    return result, problems
+
+
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def upstreams(hosts: list, addresses: list, instances: list) -> list:
+    """Every instance of the inference hosts' plans as the gateway reaches it: the address
+    the instance is bound to, or, bound to every address, the host's inventory address."""
+    found = []
+    for host, address, planned in zip(hosts, addresses, instances):
+        for instance in planned or []:
+            bound = str(instance["args"].get("host", ""))
+            found.append({"host": host, "instance": instance["name"], "port": int(instance["port"]),
+                          "address": (address or host) if bound in WILDCARDS else bound})
+    return sorted(found, key=lambda u: (u["host"], u["port"]))
+
+
+def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, tls: dict,
+         upstreams: list) -> dict:
+    """What the nginx template renders; GatewayError naming each variable that is wrong."""
+    result, problems = clients(given_clients, keys, defaults)
+    if not allowed_paths:
+        problems.append("gateway_allowed_paths: empty; nothing would reach an engine")
+    for index, path in enumerate(allowed_paths or []):
+        if not isinstance(path, str) or not PATH.match(path):
+            problems.append("gateway_allowed_paths[%d]: %r is not a path (/ then letters, digits, "
+                            "'.', '_', '~', '-' or '/')" % (index, path))
+    if len(set(map(str, allowed_paths or []))) != len(allowed_paths or []):
+        problems.append("gateway_allowed_paths: a path is listed twice")
+    if bool(tls.get("certificate")) != bool(tls.get("private_key")):
+        given, missing = (("gateway_tls_certificate", "gateway_tls_private_key") if tls.get("certificate")
+                          else ("gateway_tls_private_key", "gateway_tls_certificate"))
+        problems.append("%s: given without %s; give both, or neither for a fleet CA" % (given, missing))
+    if not upstreams:
+        problems.append("inference: no host of the group has a planned instance for the gateway to "
+                        "balance over (preflight plans them; run it on the group in the same run)")
+    if problems:
+        raise GatewayError("; ".join(problems))
+    return {"clients": result, "allowed_paths": list(allowed_paths),
+            "largest_body_bytes": max(size_bytes(c["max_body_size"]) for c in result),
+            "upstreams": upstreams}

@@ -1,0 +1,206 @@
+"""The fleet's front door, from the control node as a client sees it: the official
+openai client through the gateway (TLS verified against the fleet CA), the keys, the
+limits, the allowlist against every route the engine registers, engines closed to
+every host but the gateway, and a load that outlives a kill -9 of one engine."""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+import testinfra
+
+testinfra_hosts = ["ansible://mirror"]
+KEYS = {"tester": "molecule-tester-key-0123", "slow": "molecule-slow-key-012345",
+        "small": "molecule-small-key-01234"}
+ENGINE_KEY = "molecule-serve-key"
+ALLOWED = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
+CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
+MODEL = "tiny-gemma4"
+CHAT = [{"role": "user", "content": "Hello"}]
+
+
+def other(host, name: str):
+    inventory = os.environ.get("MOLECULE_INVENTORY_FILE") or host.backend.ansible_inventory
+    return testinfra.get_host("ansible://%s" % name, ansible_inventory=inventory)
+
+
+def address(host) -> str:
+    facts = host.ansible("setup", "gather_subset=min,network", check=False)["ansible_facts"]
+    return facts["ansible_default_ipv4"]["address"]
+
+
+@pytest.fixture(scope="module")
+def gateway(host) -> str:
+    return "https://%s:443" % address(host)
+
+
+def client(gateway: str, name: str = "tester") -> openai.OpenAI:
+    # max_retries=0: what the gateway does is measured, not the client's own retries.
+    return openai.OpenAI(base_url=gateway + "/v1", api_key=KEYS[name], max_retries=0, timeout=120,
+                         http_client=httpx.Client(verify=str(CA)))
+
+
+def raw(gateway: str, path: str, key: str | None = KEYS["tester"], method: str = "POST", body=None):
+    headers = {"Authorization": "Bearer " + key} if key else {}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    with httpx.Client(verify=str(CA), timeout=60) as http:
+        return http.request(method, gateway + path, headers=headers, content=body,
+                            json=None if body is not None or method == "GET" else
+                            {"model": MODEL, "messages": CHAT, "max_tokens": 4})
+
+
+def test_chat_completion_and_stream_through_the_gateway(gateway):
+    api = client(gateway)
+    assert [m.id for m in api.models.list().data] == [MODEL]
+    chat = api.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=8)
+    assert chat.usage.completion_tokens >= 1 and isinstance(chat.choices[0].message.content, str)
+    completion = api.completions.create(model=MODEL, prompt="The fleet", max_tokens=8)
+    assert completion.usage.completion_tokens >= 1
+    chunks = list(api.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=8, stream=True))
+    assert len(chunks) >= 2 and chunks[-1].choices[0].finish_reason in ("stop", "length")
+
+
+@pytest.mark.parametrize("key", [None, "wrong-key-0123456789abcdef", ENGINE_KEY], ids=["none", "wrong", "engine"])
+def test_a_request_without_a_client_key_gets_401_in_openai_style(gateway, key):
+    answer = raw(gateway, "/v1/chat/completions", key)
+    assert answer.status_code == 401
+    assert answer.json()["error"]["code"] == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=gateway + "/v1", api_key=key or "x", max_retries=0,
+                      http_client=httpx.Client(verify=str(CA))).models.list()
+
+
+def test_past_the_rate_comes_429_with_retry_after(gateway):
+    statuses = [raw(gateway, "/v1/models", KEYS["slow"], "GET") for _ in range(3)]
+    assert [a.status_code for a in statuses] == [200, 429, 429]
+    assert statuses[1].headers["Retry-After"] == "1"
+    assert statuses[1].json()["error"]["code"] == "rate_limit_exceeded"
+
+
+def test_past_the_body_size_comes_413(gateway):
+    small = json.dumps({"model": MODEL, "messages": CHAT, "max_tokens": 4}).encode()
+    assert raw(gateway, "/v1/chat/completions", KEYS["small"], body=small).status_code == 200
+    # 1.4 KB, a few hundred tokens (within the context)
+    large = json.dumps({"model": MODEL, "max_tokens": 4,
+                        "messages": [{"role": "user", "content": "hello fleet " * 120}]}).encode()
+    answer = raw(gateway, "/v1/chat/completions", KEYS["small"], body=large)
+    assert answer.status_code == 413 and answer.json()["error"]["code"] == "request_too_large"
+    # the same body is within the default client's 1m
+    assert raw(gateway, "/v1/chat/completions", KEYS["tester"], body=large).status_code == 200
+
+
+def test_every_route_the_engine_registers_but_the_allowlist_is_404(host, gateway):
+    """The routes come from the engine's own start-up log (`Route: /path, Methods: ...`)."""
+    log = other(host, "node1").check_output("journalctl --no-pager -o cat -u vllm@main.service")
+    routes = dict(re.findall(r"Route: (\S+), Methods: ([A-Z, ]+)", log))
+    assert "/metrics" in routes and "/invocations" in routes and "/v1/chat/completions" in routes
+    checked = {}
+    for path, methods in sorted(routes.items()):
+        if path in ALLOWED:
+            continue
+        method = "POST" if "POST" in methods else methods.split(",")[0].strip()
+        concrete = re.sub(r"\{[^}]+\}", "x", path)
+        checked[path] = raw(gateway, concrete, KEYS["tester"], method, body=b"{}").status_code
+    print("routes checked through the gateway:", json.dumps(checked, sort_keys=True))
+    assert checked and set(checked.values()) == {404}, checked
+
+
+def test_the_engines_answer_the_gateway_alone(host):
+    node1, node2 = other(host, "node1"), other(host, "node2")
+    engine = "%s:8000" % address(node1)
+    probe = ("import socket, sys\ntry:\n    socket.create_connection((sys.argv[1], 8000), timeout=5).close()"
+             "\n    print('open')\nexcept OSError as e:\n    print(type(e).__name__)")
+    assert node2.check_output("python3 -c %s %s" % (_quote(probe), address(node1))) == "ConnectionRefusedError"
+    health = "import urllib.request, sys; print(urllib.request.urlopen(sys.argv[1]).status)"
+    assert host.check_output("python3 -c %s http://%s/health" % (_quote(health), engine)) == "200"
+    assert node1.check_output("python3 -c %s http://%s/health" % (_quote(health), engine)) == "200"
+
+
+def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
+    """8 long streams, then 48 completions (8 at a time) through the gateway; once every
+    stream is flowing, node1's engine is killed (SIGKILL).  The gateway retries on
+    node2 what had not reached the client yet: no completion fails.  A stream already
+    flowing from node1 cannot be retried: it is cut, and nginx closes it as if it had
+    ended, so the client's stream stops early, without the chunk that carries a
+    finish_reason.  A client must treat such a stream as failed; none fails before its
+    first chunk."""
+    node1 = other(host, "node1")
+    # docker exec, not an Ansible call: under this load Ansible takes seconds to start
+    kill = ["docker", "exec", node1.ansible.get_variables()["ansible_host"],
+            "systemctl", "kill", "--signal=KILL", "vllm@main.service"]
+    api = client(gateway)
+    flowing = [threading.Event() for _ in range(8)]
+
+    def complete(_n):
+        try:
+            reply = api.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=192,
+                                                extra_body={"ignore_eos": True})
+            return ("ok", reply.usage.completion_tokens)
+        except Exception as exc:  # every failure is counted and reported
+            return ("failed", repr(exc))
+
+    def stream(n):
+        received, finish = 0, None
+        try:
+            for chunk in api.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=900, stream=True,
+                                                     extra_body={"ignore_eos": True}):
+                received += 1
+                finish = chunk.choices[0].finish_reason if chunk.choices else finish
+                flowing[n].set()
+        except Exception as exc:
+            return ("cut" if received else "failed", "%d chunks, then %s" % (received, type(exc).__name__))
+        return ("ok" if finish == "length" else "cut", "%d chunks, finish_reason %s" % (received, finish))
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(8) as streams_pool, \
+                concurrent.futures.ThreadPoolExecutor(8) as completions_pool:
+            streams = [streams_pool.submit(stream, n) for n in range(8)]
+            assert all(event.wait(120) for event in flowing), "the streams did not start"
+            completions = [completions_pool.submit(complete, n) for n in range(48)]
+            time.sleep(1)
+            subprocess.run(kill, check=True, capture_output=True)
+            streams = [job.result() for job in streams]
+            completions = [job.result() for job in completions]
+    finally:
+        # node1 comes back (systemd restarts it; the unit is active once /health answers)
+        deadline = time.monotonic() + 600
+        while node1.run("systemctl is-active vllm@main.service").stdout.strip() != "active":
+            assert time.monotonic() < deadline, "vllm@main did not come back"
+            time.sleep(5)
+    cut = [r for r in streams if r[0] == "cut"]
+    print("completions: %d sent, %d failed; streams: %d sent, %d completed, %d cut mid-way, %d failed before "
+          "a chunk" % (len(completions), sum(r[0] != "ok" for r in completions), len(streams),
+                       sum(r[0] == "ok" for r in streams), len(cut), sum(r[0] == "failed" for r in streams)))
+    print("streams:", streams)
+    assert [r for r in completions if r[0] != "ok"] == []
+    assert [r for r in streams if r[0] == "failed"] == []
+    # least connections put about half of the streams on node1: those were cut, the rest completed
+    assert 1 <= len(cut) < len(streams), streams
+
+
+def test_the_access_log_names_clients_and_engines_and_holds_no_key(host):
+    log = host.file("/var/log/nginx/vllm-fleet-access.log").content_string
+    entries = [json.loads(line) for line in log.splitlines()]
+    assert {e["client"] for e in entries} >= {"tester", "slow", "small", ""}
+    upstreams = {u.split(":")[0] for e in entries for u in re.split(r"[ ,]+", e["upstream"]) if u}
+    assert len(upstreams) == 2, upstreams
+    for secret in list(KEYS.values()) + [ENGINE_KEY]:
+        assert secret not in log
+    keys = host.file("/etc/nginx/vllm-fleet-keys.conf")
+    assert keys.mode == 0o600 and keys.user == "root" and KEYS["tester"] in keys.content_string
+    assert not any(secret in host.file("/etc/nginx/nginx.conf").content_string
+                   for secret in list(KEYS.values()) + [ENGINE_KEY])
+
+
+def _quote(text):
+    return "'" + text.replace("'", "'\"'\"'") + "'"

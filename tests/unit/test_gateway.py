@@ -1,0 +1,91 @@
+"""The gateway's settings: every bad input refused naming the variable, limits falling
+back to the gateway's, no key in anything returned."""
+from __future__ import annotations
+
+import pytest
+from ansible.module_utils.gateway import GatewayError, plan, size_bytes, upstreams
+
+DEFAULTS = {"rate_per_second": 10, "burst": 20, "connections": 16, "max_body_size": "1m"}
+PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
+UPSTREAMS = [{"host": "node1", "instance": "main", "address": "10.0.0.2", "port": 8000},
+             {"host": "node2", "instance": "main", "address": "10.0.0.3", "port": 8000}]
+KEY_A, KEY_B = "a" * 24, "b" * 24
+
+
+def test_limits_fall_back_to_the_gateways_and_no_key_is_returned():
+    result = plan([{"name": "alice"}, {"name": "bob", "rate_per_second": 2, "max_body_size": "4m"}],
+                  [KEY_A, KEY_B], DEFAULTS, PATHS, {}, UPSTREAMS)
+    assert result["clients"] == [dict(DEFAULTS, name="alice"),
+                                 dict(DEFAULTS, name="bob", rate_per_second=2, max_body_size="4m")]
+    assert KEY_A not in repr(result) and KEY_B not in repr(result)
+    assert result["largest_body_bytes"] == 4 << 20
+    assert [u["host"] for u in result["upstreams"]] == ["node1", "node2"]
+
+
+@pytest.mark.parametrize("clients, keys, message", [
+    ([], [], "gateway_clients: no client is declared"),
+    ([{"name": "alice"}], [""], "gateway_clients[0] (alice): has no key"),
+    ([{"name": "alice"}, {"name": "alice"}], [KEY_A, KEY_B],
+     "gateway_clients[1] (alice): the name alice is also gateway_clients[0]'s"),
+    ([{"name": "alice"}, {"name": "bob"}], [KEY_A, KEY_A],
+     "gateway_clients[1] (bob): the key is also gateway_clients[0]'s; every client needs its own"),
+    ([{"name": "alice"}], ['short"key'], "gateway_clients[0] (alice): the key must be 16-256 characters"),
+    ([{"name": "Alice Smith"}], [KEY_A], "gateway_clients[0] (Alice Smith): name 'Alice Smith' must be"),
+    ([{"name": "alice", "rate_per_second": 0}], [KEY_A],
+     "gateway_clients[0] (alice).rate_per_second: 0 is not a whole number of requests per second > 0"),
+    ([{"name": "alice", "connections": -1}], [KEY_A],
+     "gateway_clients[0] (alice).connections: -1 is not a whole number of concurrent requests > 0"),
+    ([{"name": "alice", "burst": -1}], [KEY_A], "gateway_clients[0] (alice).burst: -1 is not a whole number"),
+    ([{"name": "alice", "max_body_size": "1 GB"}], [KEY_A],
+     "gateway_clients[0] (alice).max_body_size: '1 GB' is not a size like 1048576, 512k or 1m"),
+    ([{"name": "alice", "rate": 5}], [KEY_A], "gateway_clients[0] (alice): unknown setting(s) rate"),
+])
+def test_bad_clients_are_refused_by_name(clients, keys, message):
+    with pytest.raises(GatewayError) as refused:
+        plan(clients, keys, DEFAULTS, PATHS, {}, UPSTREAMS)
+    assert message in str(refused.value)
+    assert KEY_A not in str(refused.value)
+
+
+@pytest.mark.parametrize("defaults, paths, tls, upstreams, message", [
+    (dict(DEFAULTS, rate_per_second=0), PATHS, {}, UPSTREAMS, "gateway_rate_per_second: 0 is not"),
+    (dict(DEFAULTS, max_body_size="0"), PATHS, {}, UPSTREAMS, "gateway_max_body_size: '0' is not a size"),
+    (DEFAULTS, ["v1/models"], {}, UPSTREAMS, "gateway_allowed_paths[0]: 'v1/models' is not a path"),
+    (DEFAULTS, ["/v1/models", "/v1/models"], {}, UPSTREAMS, "gateway_allowed_paths: a path is listed twice"),
+    (DEFAULTS, [], {}, UPSTREAMS, "gateway_allowed_paths: empty"),
+    (DEFAULTS, ["/v1/{x}"], {}, UPSTREAMS, "gateway_allowed_paths[0]: '/v1/{x}' is not a path"),
+    (DEFAULTS, PATHS, {"certificate": "/c.pem"}, UPSTREAMS,
+     "gateway_tls_certificate: given without gateway_tls_private_key"),
+    (DEFAULTS, PATHS, {"private_key": "/k.pem"}, UPSTREAMS,
+     "gateway_tls_private_key: given without gateway_tls_certificate"),
+    (DEFAULTS, PATHS, {}, [], "inference: no host of the group has a planned instance"),
+])
+def test_bad_gateway_settings_are_refused_by_name(defaults, paths, tls, upstreams, message):
+    with pytest.raises(GatewayError) as refused:
+        plan([{"name": "alice"}], [KEY_A], defaults, paths, tls, upstreams)
+    assert str(refused.value).startswith(message)
+
+
+def test_upstreams_are_where_each_instance_is_bound():
+    bound = [{"name": "main", "port": 8000, "args": {"host": "10.0.0.3", "port": 8000}}]
+    wildcard = [{"name": "replica0", "port": 8000, "args": {"host": "0.0.0.0"}},
+                {"name": "replica1", "port": 8001, "args": {"host": "0.0.0.0"}}]
+    assert upstreams(["node2", "node1", "node3"], ["", "node1.example", ""], [bound, wildcard, []]) == [
+        {"host": "node1", "instance": "replica0", "port": 8000, "address": "node1.example"},
+        {"host": "node1", "instance": "replica1", "port": 8001, "address": "node1.example"},
+        {"host": "node2", "instance": "main", "port": 8000, "address": "10.0.0.3"}]
+
+
+def test_sizes_in_nginx_syntax():
+    assert [size_bytes(s) for s in ("1048576", "512k", "1m", "2M")] == [1048576, 512 << 10, 1 << 20, 2 << 20]
+
+
+def test_the_module_hides_the_keys_and_nothing_else(run_module):
+    instances = [[{"name": "main", "port": 8000, "args": {"host": "10.0.0.2"}}]]
+    result = run_module("gateway_plan", {"clients": [{"name": "alice"}], "keys": [KEY_A], "defaults": DEFAULTS,
+                                         "allowed_paths": PATHS, "inference_hosts": ["node1"],
+                                         "inference_addresses": [""], "inference_instances": instances})
+    assert result["clients"][0]["name"] == "alice" and KEY_A not in repr(result)
+    refused = run_module("gateway_plan", {"clients": [{"name": "alice"}, {"name": "bob"}], "keys": [KEY_A, KEY_A],
+                                          "defaults": DEFAULTS, "allowed_paths": PATHS})
+    assert refused["failed"] and "gateway_clients[1] (bob): the key is also" in refused["msg"]
