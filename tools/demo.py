@@ -75,7 +75,7 @@ def main() -> None:
           [sys.executable, "tools/fleet.py", "up", FLEET, "--hosts", HOSTS], timings)
     stage("converge playbooks/site.yml",
           [str(bindir / "ansible-playbook"), "-i", INVENTORY, "playbooks/site.yml"], timings)
-    print(f"\n=== ask each inference host through the openai client: {QUESTION!r}\n"
+    print(f"\n=== ask the gateway through the openai client, once per inference host: {QUESTION!r}\n"
           "(the demo model has random weights: its answers are well-formed noise)", flush=True)
     started = time.monotonic()
     url, ca = ask(bindir)
