@@ -54,7 +54,7 @@ release:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.vllm_versions import RELEASES, release
+from ansible.module_utils.vllm_versions import UnknownRelease, release
 
 
 def main():
@@ -68,9 +68,8 @@ def main():
     engine, version = module.params["engine"], module.params["version"]
     try:
         version, row = release(engine, version)
-    except KeyError:
-        module.fail_json(msg="vllm_fleet_engine_version: %s is not a release of the %s engine in the version "
-                             "table (%s)" % (version, engine, ", ".join(sorted(RELEASES[engine]["versions"]))))
+    except UnknownRelease as exc:
+        module.fail_json(msg="vllm_fleet_engine_version: %s" % exc)
     module.exit_json(changed=False, version=version, release=row)
 
 

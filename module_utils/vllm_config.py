@@ -21,7 +21,7 @@ HEADER = ("# Managed by vllm-fleet (role vllm_service); vLLM reads it with --con
 RESULT_MARK = "VLLM_FLEET_CONFIG_CHECK "
 # Runs inside the host's vLLM venv: parse the file exactly as the server will
 # (`python -m vllm.entrypoints.openai.api_server --config FILE`) and print one line.
-# The parser's module per release is the version table's (vllm_versions.parser_module).
+# The parser's module per release is the version table's (vllm_versions.PARSER_*).
 CHECK_SCRIPT = r"""
 import contextlib, importlib, io, json, re, sys
 out = {"ok": False}

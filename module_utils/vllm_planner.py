@@ -27,7 +27,7 @@ The arithmetic follows vLLM's own code (paths inside the vLLM source tree):
   and the V slot, so K=V layers still store K and V (``gemma4.py``). The last
   ``num_kv_shared_layers`` layers reuse earlier caches and store none.
 * K=V full-attention layers take twice those K+V bytes per token -- MEASURED, not read
-  from the source (the factor is the version table's, ``vllm_versions.CALIBRATION``):
+  from the source (the factor is the version table's, ``vllm_versions.K_EQ_V_KV_FACTOR``):
   vLLM 0.25.1 on an H200 (tests/fixtures/calibration/h200-*) gives
   Gemma-4-31B's 10 full layers 2 x (2 x 4 heads x 512) elements per token, which is
   the sliding layers' 16 x 256 geometry; without this factor the planner overstated KV
@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 from ansible.module_utils.fp8 import how_vllm_runs, parse_cc
 from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
-from ansible.module_utils.vllm_versions import (K_EQ_V_KV_FACTOR, RELEASES, batch_defaults, calibration,
+from ansible.module_utils.vllm_versions import (CALIBRATION, K_EQ_V_KV_FACTOR, UnknownRelease, batch_defaults,
                                                 release)
 
 GiB = 1024 ** 3
@@ -370,9 +370,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         raise PlanError("engine: %r is not one of %s" % (engine, ", ".join(ENGINES)))
     try:
         engine_version, row = release(engine, engine_version)
-    except KeyError:
-        raise PlanError("engine_version: %r is not a release of the %s engine in the version table "
-                        "(%s)" % (engine_version, engine, ", ".join(sorted(RELEASES[engine]["versions"]))))
+    except UnknownRelease as exc:
+        raise PlanError("engine_version: %s" % exc) from None
     vllm_version = row["vllm"]
     serving = dict(serving or {})
     if "sse-keep-alive-interval" not in row.get("flags", []):
@@ -422,7 +421,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
             quant = _quantization(gpus, shape, quantization)
             eager = any(flag_name(key) == "enforce-eager" and value not in (False, "false", "False")
                         for key, value in (vllm_args or {}).items())
-            compile_share = 0.0 if eager else calibration(engine)["cold_compile_factor"]
+            compile_share = 0.0 if eager else CALIBRATION[engine]["cold_compile_factor"]
 
         def available_for(tp_size: int) -> int:
             return budget - non_kv_for(tp_size)
@@ -471,7 +470,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         auto_groups, auto_group_size = kv_groups(shape, tp, block, kv_dtype_bytes("auto", shape.dtype))
         warnings.append(_fp8_kv_tradeoff(kv_cache_dtype, capacity, kv_capacity(
             auto_groups, auto_group_size, available, length, batched), gpus))
-    measured = calibration(engine)
+    measured = CALIBRATION[engine]
     if vllm_version != measured["vllm"]:
         where = ("were measured on vLLM %s (%s)" % (measured["vllm"], measured["hardware"])
                  if measured["vllm"] else "were never measured on the %s engine" % engine)
@@ -528,7 +527,7 @@ def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict, gpus: list) -> 
     text = ("kv_cache_dtype=%s holds %d tokens (concurrency %.2f at max_model_len) where auto holds "
             "%d (%.2f)" % (kv_cache_dtype, fp8["kv_cache_tokens"], fp8["max_concurrency"],
                            auto["kv_cache_tokens"], auto["max_concurrency"]))
-    measured = calibration("cuda")
+    measured = CALIBRATION["cuda"]
     if {g["name"] for g in gpus} == {measured["hardware"]}:
         low, high = sorted(-x for x in measured["fp8_kv_throughput_change"])
         return text + ("; on this GPU (%s, vLLM %s) it served %d-%d %% fewer tokens/s than auto at "

@@ -8,7 +8,7 @@ vLLM does not have (``vllm_args``), the batch defaults and the planner's measure
 factors with the release and hardware they were measured on (``vllm_planner``).
 
 Sources: docs/vllm.md (flags, environment, batch defaults; vLLM's own source files
-named there), docs/wheels.md (wheel tags, torch pins, the vllm-ascend matrix),
+named there), docs/platforms.md (wheel tags, torch pins, the vllm-ascend matrix),
 bench/results/h200/calibration.md and tests/fixtures/calibration (measured factors).
 Plain Python, no Ansible imports.
 """
@@ -114,11 +114,17 @@ CALIBRATION = {
 }
 
 
+class UnknownRelease(ValueError):
+    """A release the table does not have; str() says which releases it has."""
+
+
 def release(engine: str, version: str = "") -> tuple[str, dict]:
-    """(version, row) of the engine's release; the default for an empty version.
-    KeyError when the table has no such release."""
+    """(version, row) of the engine's release; the default for an empty version."""
     releases = RELEASES[engine]
     version = version or releases["default"]
+    if version not in releases["versions"]:
+        raise UnknownRelease("%r is not a release of the %s engine in the version table (%s)"
+                             % (version, engine, ", ".join(sorted(releases["versions"]))))
     return version, releases["versions"][version]
 
 
@@ -130,7 +136,3 @@ def batch_defaults(gpu: dict | None) -> tuple[int, int]:
     if gpu and gpu["memory_total_bytes"] >= 70 * 1024 ** 3 and "a100" not in gpu["name"].lower():
         return 8192, 1024
     return 2048, 256
-
-
-def calibration(engine: str) -> dict:
-    return CALIBRATION[engine]
