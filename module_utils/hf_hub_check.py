@@ -34,6 +34,10 @@ class ModelError(Exception):
         self.variable = variable
 
 
+class Unreachable(ModelError):
+    """The hub or mirror did not answer at all (as opposed to answering no)."""
+
+
 def check_revision_format(revision: str, allow_floating: bool) -> None:
     if not revision:
         raise ModelError("vllm_fleet_model_revision", "is empty; pin a 40-hex commit sha")
@@ -53,14 +57,16 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect)
+# A file's content may be behind a redirect (the hub's CDN): follow it.
+_FOLLOWING = urllib.request.build_opener()
 
 
-def _request(url: str, token: str, method: str = "GET"):
+def _request(url: str, token: str, method: str = "GET", opener=_OPENER):
     request = urllib.request.Request(url, method=method)
     request.add_header("User-Agent", "vllm-fleet")
     if token:
         request.add_header("Authorization", "Bearer %s" % token)
-    return _OPENER.open(request, timeout=30)
+    return opener.open(request, timeout=30)
 
 
 def _fail(exc, endpoint: str, repo: str, revision: str) -> ModelError:
@@ -76,7 +82,7 @@ def _fail(exc, endpoint: str, repo: str, revision: str) -> ModelError:
             return ModelError("vllm_fleet_model_repo", "%s was not found at %s (%d %s)" % (repo, endpoint, code, reason))
         return ModelError("vllm_fleet_model_revision", "the hub could not serve %s (%d %s); check that the "
                           "revision exists in the repository" % (where, code, reason))
-    return ModelError("vllm_fleet_model_endpoint", "cannot read %s: %s" % (where, getattr(exc, "reason", exc)))
+    return Unreachable("vllm_fleet_model_endpoint", "cannot read %s: %s" % (where, getattr(exc, "reason", exc)))
 
 
 def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
@@ -115,10 +121,6 @@ def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
     return {"sha": sha, "files": files, "bytes": sum(f["size"] or 0 for f in files)}
 
 
-class Unreachable(ModelError):
-    """The hub or mirror did not answer at all (as opposed to answering no)."""
-
-
 def model_files(endpoint: str, repo: str, revision: str, token: str = "") -> dict:
     """What the planner needs of a revision: ``{"sha", "config", "weight_bytes"}``.
 
@@ -128,19 +130,18 @@ def model_files(endpoint: str, repo: str, revision: str, token: str = "") -> dic
     """
     try:
         info = revision_info(endpoint, repo, revision, token, ["config.json", "*.safetensors"])
-    except ModelError as exc:
-        if exc.variable == "vllm_fleet_model_endpoint":
-            raise Unreachable(exc.variable, str(exc).split(": ", 1)[1]) from None
-        raise
+    except ModelError as exc:  # neither file: not a model this planner can read
+        if exc.variable != "vllm_model_allow_patterns":
+            raise
+        info = {"sha": revision, "files": []}
     if not any(f["name"] == "config.json" for f in info["files"]):
         raise ModelError("vllm_fleet_model_repo", "%s@%s has no config.json" % (repo, info["sha"]))
-    url = "%s/%s/resolve/%s/config.json" % ((endpoint or DEFAULT_ENDPOINT).rstrip("/"), repo, info["sha"])
-    request = urllib.request.Request(url, headers={"User-Agent": "vllm-fleet", **(
-        {"Authorization": "Bearer %s" % token} if token else {})})
+    endpoint = (endpoint or DEFAULT_ENDPOINT).rstrip("/")
+    url = "%s/%s/resolve/%s/config.json" % (endpoint, repo, info["sha"])
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with _request(url, token, opener=_FOLLOWING) as answer:
             config = json.load(answer)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise _fail(exc, endpoint or DEFAULT_ENDPOINT, repo, info["sha"]) from None
+        raise _fail(exc, endpoint, repo, info["sha"]) from None
     weights = sum(f["size"] or 0 for f in info["files"] if f["name"].endswith(".safetensors"))
     return {"sha": info["sha"], "config": config, "weight_bytes": weights}

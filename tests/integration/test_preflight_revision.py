@@ -9,6 +9,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from ansible.module_utils.hf_hub_check import ModelError, Unreachable, model_files
 from ansible.module_utils.vllm_planner import kv_bytes_per_token, model_shape, parameter_count
 
 from olah_helpers import TINY, free_port, publish_git, start_olah
@@ -49,8 +50,12 @@ def mirror(tmp_path_factory):
     (src / "config.json").write_text(json.dumps(config, indent=2))
     write_safetensors(src / "model.safetensors", parameter_count(model_shape(config)))
     sha = publish_git(src, root / "mirrors" / "models" / WIDE)
+    tokenizer_only = tmp_path_factory.mktemp("bare") / "tokenizer-only"
+    tokenizer_only.mkdir()
+    (tokenizer_only / "tokenizer.json").write_bytes((TINY / "tokenizer.json").read_bytes())
+    bare_sha = publish_git(tokenizer_only, root / "mirrors" / "models" / "demo" / "tokenizer-only")
     server, endpoint = start_olah(root, "offline")
-    yield {"endpoint": endpoint, "sha": sha, "config": config,
+    yield {"endpoint": endpoint, "sha": sha, "config": config, "bare_sha": bare_sha,
            "weight_bytes": (src / "model.safetensors").stat().st_size}
     server.terminate()
     server.wait(timeout=10)
@@ -95,6 +100,17 @@ def test_nothing_to_plan_from_is_refused_by_name(playbook, localhost_inventory, 
     assert text.startswith("vllm_fleet_model_endpoint: cannot read %s@%s" % (WIDE, mirror["sha"]))
     assert text.endswith("and preflight_model names no catalogue entry to plan from instead "
                          "(gemma-4-31B-it, gemma-4-31B-it-AWQ, gemma-4-31B-it-FP8-block, tiny-gemma4)")
+
+
+def test_a_repository_without_config_json_is_refused_by_name(mirror):
+    with pytest.raises(ModelError, match=r"^vllm_fleet_model_repo: demo/tokenizer-only@%s has no config\.json$"
+                       % mirror["bare_sha"]):
+        model_files(mirror["endpoint"], "demo/tokenizer-only", mirror["bare_sha"])
+
+
+def test_a_mirror_that_does_not_answer_is_unreachable_not_refused():
+    with pytest.raises(Unreachable, match=r"^vllm_fleet_model_endpoint: cannot read "):
+        model_files("http://127.0.0.1:%d" % free_port(), WIDE, "0" * 40)
 
 
 def test_a_branch_is_refused_before_anything_is_planned(playbook, localhost_inventory, mirror):
