@@ -8,6 +8,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shlex
 import subprocess
 import threading
 import time
@@ -120,10 +121,10 @@ def test_the_engines_answer_the_gateway_alone(host):
     engine = "%s:8000" % address(node1)
     probe = ("import socket, sys\ntry:\n    socket.create_connection((sys.argv[1], 8000), timeout=5).close()"
              "\n    print('open')\nexcept OSError as e:\n    print(type(e).__name__)")
-    assert node2.check_output("python3 -c %s %s" % (_quote(probe), address(node1))) == "ConnectionRefusedError"
+    assert node2.check_output("python3 -c %s %s" % (shlex.quote(probe), address(node1))) == "ConnectionRefusedError"
     health = "import urllib.request, sys; print(urllib.request.urlopen(sys.argv[1]).status)"
-    assert host.check_output("python3 -c %s http://%s/health" % (_quote(health), engine)) == "200"
-    assert node1.check_output("python3 -c %s http://%s/health" % (_quote(health), engine)) == "200"
+    assert host.check_output("python3 -c %s http://%s/health" % (shlex.quote(health), engine)) == "200"
+    assert node1.check_output("python3 -c %s http://%s/health" % (shlex.quote(health), engine)) == "200"
 
 
 def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
@@ -200,7 +201,3 @@ def test_the_access_log_names_clients_and_engines_and_holds_no_key(host):
     assert keys.mode == 0o600 and keys.user == "root" and KEYS["tester"] in keys.content_string
     assert not any(secret in host.file("/etc/nginx/nginx.conf").content_string
                    for secret in list(KEYS.values()) + [ENGINE_KEY])
-
-
-def _quote(text):
-    return "'" + text.replace("'", "'\"'\"'") + "'"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 import pytest
 
@@ -35,14 +36,10 @@ def engine(host) -> str:
 
 def call(host, path, key="", body=None):
     result = host.run("python3 -c %s %s %s %s" % tuple(
-        map(_quote, (REQUEST, engine(host) + path, key, json.dumps(body) if body else ""))))
+        map(shlex.quote, (REQUEST, engine(host) + path, key, json.dumps(body) if body else ""))))
     assert result.rc == 0, result.stderr
     status, _, text = result.stdout.partition("\n")
     return int(status), text
-
-
-def _quote(text):
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 CHAT = {"model": "tiny-gemma4", "max_tokens": 8,
