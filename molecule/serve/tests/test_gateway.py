@@ -185,8 +185,8 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     print("streams:", streams)
     assert [r for r in completions if r[0] != "ok"] == []
     assert [r for r in streams if r[0] == "failed"] == []
-    # least connections put about half of the streams on node1: those were cut, the rest completed
-    assert 1 <= len(cut) < len(streams), streams
+    # Where the streams land is nginx's choice: in two runs least connections put 4 on node1 (cut),
+    # in two others all 8 on node2, so how many are cut is reported above, not asserted.
 
 
 def test_the_access_log_names_clients_and_engines_and_holds_no_key(host):
