@@ -114,6 +114,18 @@ options:
         gateway's read timeout does not cut it; 0 for none. Set only where the release has the flag.
     type: int
     default: 0
+  shutdown_timeout:
+    description:
+      - Seconds a stopping instance lets its running requests finish (C(--shutdown-timeout); vLLM's own
+        default 0 aborts them). C(auto) plans it from the longest request the plan allows, C(max_model_len)
+        tokens at O(decode_seconds_per_token) each, within 30 s and an hour. Set only where the release
+        has the flag.
+    type: raw
+    default: auto
+  decode_seconds_per_token:
+    description: The slowest decode step C(auto) plans the graceful stop with, in seconds per token.
+    type: float
+    default: 0.05
   load_format:
     description: C(auto) serves the weights; C(dummy) random weights (a capacity rehearsal).
     type: str
@@ -183,7 +195,8 @@ from ansible.module_utils.vllm_planner import PlanError, plan
 
 PARAMETERS = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
               "nvlink_fully_connected", "weight_bytes", "block_size", "engine",
-              "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env", "engine_version")
+              "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env", "engine_version",
+              "decode_seconds_per_token")
 SERVING = ("port", "bind_address", "served_model_name", "load_format", "sse_keep_alive_interval")
 
 
@@ -220,6 +233,8 @@ def main():
             served_model_name=dict(type="str", default=""),
             load_format=dict(type="str", default="auto", choices=["auto", "dummy"]),
             sse_keep_alive_interval=dict(type="int", default=0),
+            shutdown_timeout=dict(type="raw", default="auto"),
+            decode_seconds_per_token=dict(type="float", default=0.05),
             variable_prefix=dict(type="str", default=""),
             variable_names=dict(type="dict", default={}),
         ),
@@ -240,6 +255,7 @@ def main():
         kwargs["max_model_len"] = auto_or_int(params["max_model_len"], "max_model_len")
         kwargs["tensor_parallel_size"] = auto_or_int(params["tensor_parallel_size"],
                                                      "tensor_parallel_size")
+        kwargs["shutdown_timeout"] = auto_or_int(params["shutdown_timeout"], "shutdown_timeout")
         result = plan(config, params["gpus"], **kwargs)
     except PlanError as exc:
         names = params["variable_names"]

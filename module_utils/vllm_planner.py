@@ -58,6 +58,7 @@ tests/fixtures/calibration where recorded):
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -350,7 +351,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
          block_size: int | None = None, engine: str = "cuda",
          cpu_kv_cache_bytes: int | None = None, quantization: str | None = None,
          vllm_args: dict | None = None, vllm_env: dict | None = None,
-         engine_version: str = "", serving: dict | None = None) -> dict:
+         engine_version: str = "", serving: dict | None = None, shutdown_timeout="auto",
+         decode_seconds_per_token: float = 0.05) -> dict:
     """Plan one host.  Raises PlanError naming the parameter when it cannot work.
 
     ``vllm_args``/``vllm_env`` are the operator's extra flags and environment; they
@@ -359,7 +361,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     size joins ``vllm_env``).  ``engine_version`` is the engine's release the host will
     run (empty: the version table's default); the calibration warning compares its vLLM
     with the one the factors were measured on.  ``serving`` holds what ``instances()``
-    takes besides the plan.
+    takes besides the plan.  ``shutdown_timeout``: see ``graceful_stop()``.
     """
     problems, warnings = check_operator_args(vllm_args, vllm_env)
     if problems:
@@ -488,6 +490,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     if engine == "cpu":
         args.pop("gpu-memory-utilization")
     args.update({flag_key.lstrip("-"): value for flag_key, value in (vllm_args or {}).items()})
+    stop = graceful_stop(shutdown_timeout, length, decode_seconds_per_token, row, warnings)
     replicas = max(1, len(gpus) // tp) if gpus else 1
     env = {name: str(value) for name, value in (vllm_env or {}).items()}
     if engine == "cpu":
@@ -498,7 +501,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         "engine_version": engine_version,
         "vllm_version": vllm_version,
         "calibrated_on": {"vllm": measured["vllm"], "hardware": measured["hardware"]},
-        "instances": instances(args, device_groups, len(gpus), tp, **serving),
+        "instances": instances(args, device_groups, len(gpus), tp, shutdown_timeout=stop, **serving),
+        "shutdown_timeout": stop,
         "tensor_parallel_size": tp,
         "replicas": replicas,
         "device_groups": device_groups,
@@ -522,6 +526,31 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     }
 
 
+def graceful_stop(setting, max_model_len: int, decode_seconds_per_token: float, row: dict,
+                  warnings: list) -> int:
+    """Seconds a stopping instance lets its running requests finish (``--shutdown-timeout``;
+    vLLM's default 0 aborts them at SIGTERM).  ``auto`` plans it from the longest request the
+    plan allows, ``max_model_len`` tokens at ``decode_seconds_per_token`` each, within 30 s
+    and an hour; 0 is the operator's choice to abort.  A release without the flag gets 0
+    and a warning."""
+    if not isinstance(decode_seconds_per_token, (int, float)) or isinstance(decode_seconds_per_token, bool) \
+            or not 0 < decode_seconds_per_token <= 10:
+        raise PlanError("decode_seconds_per_token: %r is not a number of seconds above 0 and at most 10"
+                        % (decode_seconds_per_token,))
+    if setting == "auto":
+        seconds = min(3600, max(30, math.ceil(max_model_len * decode_seconds_per_token)))
+    elif isinstance(setting, int) and not isinstance(setting, bool) and 0 <= setting <= 86400:
+        seconds = setting
+    else:
+        raise PlanError("shutdown_timeout: %r is not 'auto' or a whole number of seconds from 0 to 86400"
+                        % (setting,))
+    if seconds and "shutdown-timeout" not in row.get("flags", []):
+        warnings.append("shutdown_timeout: vLLM %s has no --shutdown-timeout in the version table: a restart "
+                        "aborts its running requests (drain the host first)" % row["vllm"])
+        return 0
+    return seconds
+
+
 def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict, gpus: list) -> str:
     """What an FP8 KV cache buys, from the plan, and what it costs where that was measured."""
     text = ("kv_cache_dtype=%s holds %d tokens (concurrency %.2f at max_model_len) where auto holds "
@@ -540,14 +569,16 @@ def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict, gpus: list) -> 
 
 def instances(args: dict, device_groups: list, gpu_count: int, tp: int, *, declared=None,
               port: int = 8000, bind_address: str = "0.0.0.0", served_model_name: str = "",
-              load_format: str = "auto", sse_keep_alive_interval: int = 0) -> list:
+              load_format: str = "auto", sse_keep_alive_interval: int = 0, shutdown_timeout: int = 0) -> list:
     """The vLLM instances of the host, each with the final flags it runs with (all but
     ``model``, the path the model role publishes).  ``declared``: the operator's
     ``[{name, port, devices, args}]``, checked here; empty runs one instance per device
     group, named ``main`` (a single one) or ``replica0``, ``replica1``, ... on
     consecutive ports.  ``sse_keep_alive_interval`` > 0 (behind a gateway, where the
     release has the flag): streams send a comment when idle that long, so a proxy's read
-    timeout does not cut a request that waits in the queue.  Errors start with ``instances``."""
+    timeout does not cut a request that waits in the queue.  ``shutdown_timeout`` > 0: a
+    stopping instance lets its running requests finish that long.  Errors start with
+    ``instances``."""
     declared = list(declared or []) or [{"devices": group} for group in device_groups]
     problems, result, owner = [], [], {}
     for index, item in enumerate(declared):
@@ -597,6 +628,8 @@ def instances(args: dict, device_groups: list, gpu_count: int, tp: int, *, decla
             final["load-format"] = "dummy"
         if sse_keep_alive_interval:
             final["sse-keep-alive-interval"] = sse_keep_alive_interval
+        if shutdown_timeout:
+            final["shutdown-timeout"] = shutdown_timeout
         result.append({"name": name, "port": inst_port, "devices": devices, "args": final})
     for key in ("name", "port"):
         seen = {}

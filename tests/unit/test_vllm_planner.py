@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,8 @@ def test_sliding_layers_reserve_window_plus_batch_not_the_whole_context():
 
 def test_bf16_on_two_a100s_at_tp2():
     p = plan(model("gemma-4-31B-it"), [A100, A100], tensor_parallel_size=2,
-             nvlink_fully_connected=True, max_model_len=32768, engine_version="0.25.1")
+             nvlink_fully_connected=True, max_model_len=32768, engine_version="0.25.1",
+                shutdown_timeout=0)
     assert p["weight_bytes_per_gpu"] == pytest.approx(61.6e9 / 2, rel=0.01)
     assert (p["max_num_batched_tokens"], p["max_num_seqs"]) == (2048, 256)
     assert p["quantization"]["mode"] == "bfloat16" and p["warnings"] == []
@@ -221,8 +223,10 @@ def test_the_cpu_engine_carries_its_kv_cache_size_in_the_environment():
 
 def test_an_fp8_kv_cache_says_what_it_buys_and_costs():
     fp8 = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, kv_cache_dtype="fp8",
-               engine_version="0.25.1")
-    auto = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, engine_version="0.25.1")
+               engine_version="0.25.1",
+                shutdown_timeout=0)
+    auto = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, engine_version="0.25.1",
+                shutdown_timeout=0)
     assert fp8["kv_cache_tokens"] > 1.9 * auto["kv_cache_tokens"]
     assert fp8["warnings"] == [
         "kv_cache_dtype=fp8 holds %d tokens (concurrency %.2f at max_model_len) where auto holds %d "
@@ -234,13 +238,15 @@ def test_an_fp8_kv_cache_says_what_it_buys_and_costs():
 
 def test_the_fp8_kv_cost_is_only_claimed_where_it_was_measured():
     fp8 = plan(model("gemma-4-31B-it-FP8-block"), [L40S, L40S], max_model_len=8192, kv_cache_dtype="fp8",
-               tensor_parallel_size=2, nvlink_fully_connected=True, engine_version="0.25.1")
+               tensor_parallel_size=2, nvlink_fully_connected=True, engine_version="0.25.1",
+                shutdown_timeout=0)
     text = " ".join(fp8["warnings"])
     assert "its throughput cost on NVIDIA L40S is not measured" in text and "5-14" not in text
 
 
 def test_a_plan_says_which_vllm_its_factors_were_measured_on():
-    measured = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, engine_version="0.25.1")
+    measured = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768, engine_version="0.25.1",
+                shutdown_timeout=0)
     current = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=32768)
     assert measured["calibrated_on"] == {"vllm": "0.25.1", "hardware": "NVIDIA H200"}
     assert (measured["engine_version"], measured["vllm_version"], measured["warnings"]) == ("0.25.1", "0.25.1", [])
@@ -314,3 +320,36 @@ def test_streams_keep_alive_behind_a_gateway_only_where_the_release_has_the_flag
     old = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, engine_version="0.25.1",
                serving=dict(SERVING, sse_keep_alive_interval=30))
     assert "sse-keep-alive-interval" not in old["instances"][0]["args"]
+
+
+@pytest.mark.parametrize("max_model_len, expected", [(1024, 52), (32768, 1639), (256, 30), (131072, 3600)])
+def test_the_graceful_stop_is_planned_from_the_longest_request(max_model_len, expected):
+    p = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=max_model_len, serving=SERVING)
+    assert p["shutdown_timeout"] == expected
+    assert p["instances"][0]["args"]["shutdown-timeout"] == expected
+
+
+def test_a_graceful_stop_of_the_operators_own_or_none():
+    p = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, shutdown_timeout=0)
+    assert p["shutdown_timeout"] == 0 and "shutdown-timeout" not in p["instances"][0]["args"]
+    p = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, shutdown_timeout=7,
+             decode_seconds_per_token=1)
+    assert p["shutdown_timeout"] == 7
+
+
+def test_a_release_without_the_flag_says_a_restart_aborts():
+    p = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, engine_version="0.25.1")
+    assert p["shutdown_timeout"] == 0 and "shutdown-timeout" not in p["instances"][0]["args"]
+    assert p["warnings"] == ["shutdown_timeout: vLLM 0.25.1 has no --shutdown-timeout in the version table: "
+                             "a restart aborts its running requests (drain the host first)"]
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({"shutdown_timeout": -1}, "shutdown_timeout: -1 is not 'auto' or a whole number"),
+    ({"shutdown_timeout": "soon"}, "shutdown_timeout: 'soon' is not"),
+    ({"decode_seconds_per_token": 0}, "decode_seconds_per_token: 0 is not a number of seconds above 0"),
+    ({"decode_seconds_per_token": 50}, "at most 10"),
+])
+def test_a_bad_graceful_stop_is_refused(kwargs, says):
+    with pytest.raises(PlanError, match=re.escape(says)):
+        plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, **kwargs)
