@@ -9,9 +9,9 @@ DOCUMENTATION = r"""
 module: vllm_probe
 short_description: Check that a vLLM OpenAI-compatible server answers a real chat completion
 description:
-  - Waits until C(/health) answers 200, checks that C(/v1/models) lists O(model), sends one chat
-    completion and checks that the answer has the OpenAI shape (a message, a finish reason, a
-    positive completion token count).
+  - Waits until C(/health) answers 200, checks that C(/v1/models) lists O(model) (served from O(root) when
+    given) and that C(/version) is O(version) when given, sends one chat completion and checks that the
+    answer has the OpenAI shape (a message, a finish reason, a positive completion token count).
   - Read-only; never reports a change.
 version_added: "0.1.0"
 author: vllm-fleet
@@ -40,6 +40,16 @@ options:
     description: Seconds to wait for C(/health), and for the completion.
     type: int
     default: 600
+  root:
+    description: The model path the server must serve O(model) from (C(root) in C(/v1/models)); empty checks
+      nothing.
+    type: str
+    default: ""
+  version:
+    description: The vLLM release C(/version) must report (a local suffix such as C(+cpu) aside); empty checks
+      nothing.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -74,6 +84,14 @@ models:
   returned: success
   type: list
   elements: str
+root:
+  description: The model path the server serves O(model) from.
+  returned: success
+  type: str
+version:
+  description: The vLLM release C(/version) reported (empty when O(version) was not asked).
+  returned: success
+  type: str
 health_seconds:
   description: Seconds until C(/health) answered 200.
   returned: success
@@ -97,6 +115,8 @@ def main():
             prompt=dict(type="str", default="Say hello to the fleet operator."),
             max_tokens=dict(type="int", default=16),
             timeout=dict(type="int", default=600),
+            root=dict(type="str", default=""),
+            version=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -104,7 +124,7 @@ def main():
     try:
         result = probe(params["url"].rstrip("/"), params["api_key"], params["model"],
                        prompt=params["prompt"], max_tokens=params["max_tokens"],
-                       timeout=params["timeout"])
+                       timeout=params["timeout"], root=params["root"], version=params["version"])
     except (ProbeError, OSError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

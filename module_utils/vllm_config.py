@@ -132,3 +132,60 @@ def converge(path: str, settings: dict, python: str, *, validate: bool = True,
             handle.write(after)
         os.replace(tmp, path)
     return result
+
+
+def parse(text: str) -> dict:
+    """The settings of a file ``render()`` wrote (every value is JSON)."""
+    settings = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            key, _sep, value = line.partition(": ")
+            try:
+                settings[key] = json.loads(value)
+            except ValueError:
+                settings[key] = value
+    return settings
+
+
+def _show(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def describe(kind: str, old: str | None, new: str) -> list:
+    """What changes from ``old`` to ``new`` (None: the file is new), said in short lines.
+    ``kind`` config: each flag that changes, with both values; unit: the lines that
+    change; secret: that it changes, never its values."""
+    if old is None:
+        return ["new"]
+    if old == new:
+        return []
+    if kind == "secret":
+        return ["values changed (not shown)"]
+    if kind == "config":
+        before, after = parse(old), parse(new)
+        lines = []
+        for key in sorted(set(before) | set(after)):
+            if key not in after:
+                lines.append("%s: %s -> removed" % (key, _show(before[key])))
+            elif key not in before:
+                lines.append("%s: added %s" % (key, _show(after[key])))
+            elif before[key] != after[key]:
+                lines.append("%s: %s -> %s" % (key, _show(before[key]), _show(after[key])))
+        return lines or ["comments changed"]
+    gone = [line for line in old.splitlines() if line not in new.splitlines()]
+    came = [line for line in new.splitlines() if line not in old.splitlines()]
+    return ["- " + line for line in gone] + ["+ " + line for line in came] or ["order changed"]
+
+
+def staged_changes(files: list, read) -> dict:
+    """``files``: [{name, staged, live, kind}]; ``read(path)`` returns a file's text or None
+    when it does not exist.  Returns the names whose live file differs from the staged one
+    (or that is not staged), and the description of each."""
+    details = {}
+    for item in files:
+        new = read(item["staged"])
+        # (in check mode the staged file is only what a real run would write)
+        lines = describe(item.get("kind", "unit"), read(item["live"]), new) if new is not None else ["not staged yet"]
+        if lines:
+            details[item["name"]] = lines
+    return {"changed": [item["name"] for item in files if item["name"] in details], "details": details}

@@ -81,8 +81,11 @@ def check_chat(body) -> dict:
 
 
 def probe(base: str, api_key: str, model: str, *, prompt: str, max_tokens: int = 16,
-          timeout: float = 600, opener=urllib.request.urlopen) -> dict:
-    """Wait for health, check the model is listed, send one chat completion."""
+          timeout: float = 600, root: str = "", version: str = "",
+          opener=urllib.request.urlopen) -> dict:
+    """Wait for health, check the model is listed (from ``root``, the model path asked
+    for, when given) and the server is vLLM ``version`` (when given), send one chat
+    completion."""
     health_seconds = wait_healthy(base, timeout, opener=opener)
     status, models = request(base + "/v1/models", api_key=api_key, opener=opener)
     if status != 200:
@@ -90,6 +93,15 @@ def probe(base: str, api_key: str, model: str, *, prompt: str, max_tokens: int =
     served = [m.get("id") for m in models.get("data", [])]
     if model not in served:
         raise ProbeError("%s serves %s, not %r" % (base, served, model))
+    served_root = next(m.get("root") for m in models["data"] if m.get("id") == model)
+    if root and served_root != root:
+        raise ProbeError("%s serves %s from %s, not from %s" % (base, model, served_root, root))
+    served_version = ""
+    if version:
+        status, body = request(base + "/version", opener=opener)
+        served_version = body.get("version", "") if isinstance(body, dict) else ""
+        if status != 200 or served_version.split("+")[0] != version:
+            raise ProbeError("%s/version is %r (HTTP %d), not vLLM %s" % (base, served_version, status, version))
     started = time.monotonic()
     status, body = request(base + "/v1/chat/completions", api_key=api_key, timeout=timeout,
                            body={"model": model, "max_tokens": max_tokens,
@@ -98,9 +110,52 @@ def probe(base: str, api_key: str, model: str, *, prompt: str, max_tokens: int =
     if status != 200:
         raise ProbeError("%s/v1/chat/completions answered HTTP %d: %.300s" % (base, status, body))
     chat = check_chat(body)
-    chat.update(models=served, health_seconds=round(health_seconds, 1),
+    chat.update(models=served, root=served_root, version=served_version,
+                health_seconds=round(health_seconds, 1),
                 chat_seconds=round(time.monotonic() - started, 3))
     return chat
+
+
+# The gauges of requests an instance holds (vLLM's v1 metrics; one sample per engine).
+IN_FLIGHT = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+
+
+def in_flight(metrics: str) -> dict:
+    """Requests running and waiting, summed over the samples of a /metrics text."""
+    counts = dict.fromkeys(IN_FLIGHT, 0.0)
+    seen = set()
+    for line in metrics.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in counts:
+            counts[name] += float(line.rsplit(" ", 1)[1])
+            seen.add(name)
+    missing = [name for name in IN_FLIGHT if name not in seen]
+    if missing:
+        raise ProbeError("/metrics has no %s (is --disable-log-stats set?)" % " or ".join(missing))
+    return {"running": int(counts[IN_FLIGHT[0]]), "waiting": int(counts[IN_FLIGHT[1]])}
+
+
+def wait_idle(base: str, timeout: float, *, interval: float = 1.0, opener=urllib.request.urlopen,
+              clock=None, sleep=None) -> dict:
+    """Poll ``base``/metrics until the instance holds no request (running or waiting), up to
+    ``timeout`` seconds.  Returns the last counts, the seconds waited and whether it is idle.
+    An instance that does not answer at all (stopped, still starting) holds no request."""
+    clock, sleep = clock or time.monotonic, sleep or time.sleep
+    started = clock()
+    while True:
+        try:
+            status, body = request(base + "/metrics", timeout=10, opener=opener)
+        except (OSError, urllib.error.URLError) as exc:
+            return {"running": 0, "waiting": 0, "idle": True, "seconds": round(clock() - started, 1),
+                    "answered": False, "error": str(getattr(exc, "reason", exc))}
+        if status != 200 or not isinstance(body, str):
+            raise ProbeError("%s/metrics answered HTTP %d" % (base, status))
+        counts = in_flight(body)
+        waited = clock() - started
+        if counts["running"] + counts["waiting"] == 0 or waited >= timeout:
+            return dict(counts, idle=counts["running"] + counts["waiting"] == 0, seconds=round(waited, 1),
+                        answered=True)
+        sleep(interval)
 
 
 def process_alive(pid: int) -> bool:

@@ -1,6 +1,7 @@
 """vLLM --config rendering, the operator-flag rules and the write-after-parse contract."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 import textwrap
@@ -8,7 +9,7 @@ import textwrap
 import pytest
 import yaml
 from ansible.module_utils.vllm_config import (
-    HEADER, ConfigError, check_with_vllm, converge, render)
+    HEADER, ConfigError, check_with_vllm, converge, describe, parse, render, staged_changes)
 
 PLAN = {"tensor-parallel-size": 1, "max-model-len": 1024, "gpu-memory-utilization": 0.92}
 
@@ -172,3 +173,52 @@ def test_the_module_in_check_mode_on_a_fresh_host(run_module, tmp_path):
                                         "python": str(tmp_path / "none")}, check_mode=True)
     assert result["changed"] and not result["validated"]
     assert not (tmp_path / "main.yaml").exists()
+
+
+def test_parse_reads_back_what_render_writes():
+    settings = {"model": "/m/a", "max-model-len": 1024, "enforce-eager": True,
+                "compilation-config": {"level": 3}, "gpu-memory-utilization": 0.92}
+    assert parse(render(settings)) == settings
+
+
+def test_describe_names_each_flag_that_changes_with_both_values():
+    old = render({"model": "/m/a", "port": 8000, "enforce-eager": True})
+    new = render({"model": "/m/b", "port": 8000, "shutdown-timeout": 52})
+    assert describe("config", old, new) == ['enforce-eager: true -> removed', 'model: "/m/a" -> "/m/b"',
+                                            "shutdown-timeout: added 52"]
+    assert describe("config", old, old) == [] and describe("config", None, new) == ["new"]
+
+
+def test_describe_never_shows_a_secret_and_shows_a_units_changed_lines():
+    assert describe("secret", "VLLM_API_KEY=a\n", "VLLM_API_KEY=b\n") == ["values changed (not shown)"]
+    assert describe("unit", "[Service]\nKillMode=control-group\n", "[Service]\nKillMode=mixed\n") == [
+        "- KillMode=control-group", "+ KillMode=mixed"]
+
+
+def test_staged_changes_lists_the_files_that_differ_from_the_running_ones():
+    disk = {"/n/main.yaml": render({"model": "/m/b"}), "/l/main.yaml": render({"model": "/m/a"}),
+            "/n/main.env": "K=1\n", "/l/main.env": "K=1\n", "/n/r.yaml": render({"model": "/m/b"})}
+    files = [{"name": "main.yaml", "staged": "/n/main.yaml", "live": "/l/main.yaml", "kind": "config"},
+             {"name": "main.env", "staged": "/n/main.env", "live": "/l/main.env", "kind": "secret"},
+             {"name": "r.yaml", "staged": "/n/r.yaml", "live": "/l/r.yaml", "kind": "config"},
+             {"name": "vllm@.service", "staged": "/n/u", "live": "/l/u", "kind": "unit"}]
+    result = staged_changes(files, disk.get)
+    assert result["changed"] == ["main.yaml", "r.yaml", "vllm@.service"]
+    assert result["details"] == {"main.yaml": ['model: "/m/a" -> "/m/b"'], "r.yaml": ["new"],
+                                 "vllm@.service": ["not staged yet"]}
+
+
+def test_the_changes_module_reads_the_files_on_the_host_and_hides_the_environment(run_module, tmp_path):
+    (tmp_path / "next").mkdir()
+    (tmp_path / "next" / "main.yaml").write_text(render({"model": "/m/b", "port": 8000}))
+    (tmp_path / "main.yaml").write_text(render({"model": "/m/a", "port": 8000}))
+    (tmp_path / "next" / "main.env").write_text("VLLM_API_KEY=\"new-secret\"\n")
+    (tmp_path / "main.env").write_text("VLLM_API_KEY=\"old-secret\"\n")
+    files = [{"name": n, "staged": str(tmp_path / "next" / n), "live": str(tmp_path / n), "kind": k}
+             for n, k in (("main.yaml", "config"), ("main.env", "secret"))]
+    result = run_module("vllm_changes", {"files": files, "read": [str(tmp_path / "main.yaml"),
+                                                                   str(tmp_path / "gone.yaml")]}, check_mode=True)
+    assert not result["changed"] and result["changed_files"] == ["main.yaml", "main.env"]
+    assert result["details"]["main.yaml"] == ['model: "/m/a" -> "/m/b"']
+    assert result["settings"] == {"main": {"model": "/m/a", "port": 8000}}
+    assert "secret" not in json.dumps(result["details"])

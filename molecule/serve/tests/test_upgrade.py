@@ -1,0 +1,223 @@
+"""Changing the serving fleet while clients use it (runs after test_gateway and test_serve,
+which check the fleet as converged).
+
+First a plain restart of one engine under 24 streams (no gateway in the way): the graceful
+stop lets them finish.  Then playbooks/site.yml itself, under a load through the gateway
+the whole time: (a) a new revision of the model, published on the fleet's mirror, reaches
+both hosts, a canary first, each out of the gateway's rotation while it changes; (b) a
+revision whose weights do not match its config.json (vLLM's parser accepts it, the engine
+cannot load it) fails on the canary, which is rolled back, and the rollout stops there."""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import testinfra
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fleet_load import Load  # noqa: E402
+
+testinfra_hosts = ["ansible://mirror"]
+PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
+FIXTURE = PROJECT / "tests" / "fixtures" / "models" / "tiny-gemma4"
+REPO = "demo/tiny-gemma4"
+FIRST = "115893f75ee34252aa70c6877eb37a13cc541e38"
+CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
+KEY, ENGINE_KEY, MODEL = "molecule-tester-key-0123", "molecule-serve-key", "tiny-gemma4"
+VENV = "/opt/vllm/cpu-0.32.0/bin/python"
+
+# Runs on node1 in the engine's venv (vLLM brings the openai client): n streams against the
+# engine itself, then `systemctl restart` once every stream has its first chunk.
+RESTART_UNDER_STREAMS = r"""
+import concurrent.futures, json, subprocess, sys, threading, time
+import openai
+url, key, model, n, tokens = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+api = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0, timeout=600)
+flowing = [threading.Event() for _ in range(n)]
+def stream(i):
+    chunks, finish = 0, None
+    try:
+        for chunk in api.chat.completions.create(model=model, stream=True, max_tokens=tokens,
+                messages=[{"role": "user", "content": "Hello"}], extra_body={"ignore_eos": True}):
+            chunks += 1
+            finish = chunk.choices[0].finish_reason if chunk.choices else finish
+            flowing[i].set()
+    except Exception as exc:
+        return {"finished": False, "chunks": chunks, "error": type(exc).__name__}
+    return {"finished": finish == "length", "chunks": chunks, "finish_reason": finish}
+with concurrent.futures.ThreadPoolExecutor(n) as pool:
+    jobs = [pool.submit(stream, i) for i in range(n)]
+    started = all(e.wait(300) for e in flowing)
+    t0 = time.monotonic()
+    restart = subprocess.Popen(["systemctl", "restart", "vllm@main.service"])
+    results = [j.result() for j in jobs]
+    streams_done = time.monotonic() - t0
+restart.wait()
+print(json.dumps({"started": started, "results": results, "streams_done_s": round(streams_done, 1),
+                  "restart_s": round(time.monotonic() - t0, 1), "restart_rc": restart.returncode}))
+"""
+
+
+def other(host, name: str):
+    inventory = os.environ.get("MOLECULE_INVENTORY_FILE") or host.backend.ansible_inventory
+    return testinfra.get_host("ansible://%s" % name, ansible_inventory=inventory)
+
+
+def address(host) -> str:
+    facts = host.ansible("setup", "gather_subset=min,network", check=False)["ansible_facts"]
+    return facts["ansible_default_ipv4"]["address"]
+
+
+def container(host) -> str:
+    return host.ansible.get_variables()["ansible_host"]
+
+
+def site(*args: str) -> tuple[int, str, float]:
+    """playbooks/site.yml on the scenario's fleet, as molecule's converge runs it."""
+    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    started = time.monotonic()
+    run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i", inventory,
+                          str(PROJECT / "playbooks" / "site.yml"), *args],
+                         cwd=PROJECT, capture_output=True, text=True,
+                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default",
+                                  ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    return run.returncode, run.stdout + run.stderr, time.monotonic() - started
+
+
+def served(host) -> dict:
+    """Each inference host: the model path its instance runs (its config) and the revision in it."""
+    out = {}
+    for name in ("node1", "node2"):
+        config = other(host, name).file("/etc/vllm/main.yaml").content_string
+        model = json.loads(re.search(r"^model: (.*)$", config, re.M).group(1))
+        out[name] = model.rsplit("/", 1)[1]
+    return out
+
+
+def messages(output: str, status: str) -> list:
+    """(host, msg) of every task result the default callback printed as ``ok: [host] =>``
+    or ``fatal: [host]: FAILED! =>`` (status ``ok`` or ``fatal``), read as JSON."""
+    found, decoder = [], json.JSONDecoder()
+    for match in re.finditer(r"^%s: \[([^\]]+)\](?:: FAILED!)? => " % status, output, re.M):
+        try:
+            result, _end = decoder.raw_decode(output, match.end())
+        except ValueError:
+            continue
+        if isinstance(result.get("msg"), str):
+            found.append((match.group(1).split(" ")[0], result["msg"]))
+    return found
+
+
+def rollout_report(output: str) -> dict:
+    """host -> its "changed (...) out of the gateways' rotation for Xs (...)" line."""
+    return {host: re.sub(r"\s+", " ", msg.split("; 1 instance")[0]) for host, msg in messages(output, "ok")
+            if msg.startswith("changed (") and "out of the gateways' rotation" in msg}
+
+
+@pytest.fixture(scope="module")
+def revisions(host, tmp_path_factory):
+    """Two more revisions of the tiny model on the mirror: a good one (other generation
+    defaults) and a bad one (config.json's MLP is twice the size its weights have)."""
+    good, bad = tmp_path_factory.mktemp("good"), tmp_path_factory.mktemp("bad")
+    for folder in (good, bad):
+        shutil.copytree(FIXTURE, folder, dirs_exist_ok=True)
+    generation = json.loads((good / "generation_config.json").read_text())
+    (good / "generation_config.json").write_text(json.dumps(dict(generation, temperature=0.7), indent=2) + "\n")
+    config = json.loads((bad / "config.json").read_text())
+    (bad / "config.json").write_text(json.dumps(dict(config, intermediate_size=2 * config["intermediate_size"]),
+                                                indent=2) + "\n")
+    publish = {"hf_mirror_publish": [{"repo": REPO, "src": str(good)}, {"repo": REPO, "src": str(bad)}]}
+    rc, output, _ = site("--tags", "mirror", "-e", json.dumps(publish))
+    assert rc == 0, output[-3000:]
+    log = host.check_output("git -c safe.directory=* -C /var/lib/olah/mirrors/models/%s log --format=%%H -n 3" % REPO)
+    shas = log.split()
+    assert shas[2] == FIRST, shas
+    return {"good": shas[1], "bad": shas[0]}
+
+
+def test_a_restart_lets_the_running_streams_finish(host):
+    """24 streams on node1's engine, then `systemctl restart`: --shutdown-timeout (the plan's)
+    and KillMode=mixed let every one finish before the engine stops."""
+    node1 = other(host, "node1")
+    run = subprocess.run(["docker", "exec", container(node1), VENV, "-c", RESTART_UNDER_STREAMS,
+                          "http://%s:8000" % address(node1), ENGINE_KEY, MODEL, "24", "900"],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    finished = sum(r["finished"] for r in result["results"])
+    print("restart under 24 streams: %d of 24 finished (streams done %.1fs after the restart began, the engine "
+          "healthy again after %.1fs, systemctl rc %d)" % (finished, result["streams_done_s"], result["restart_s"],
+                                                          result["restart_rc"]))
+    assert result["started"] and result["restart_rc"] == 0
+    assert finished == 24, result["results"]
+
+
+def recap_changed(output: str) -> dict:
+    return {h: int(c) for h, c in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", output, re.M)}
+
+
+@pytest.mark.parametrize("args, says", [
+    (["-e", '{"vllm_fleet_rollout_serial": ["100%"]}'],
+     "vllm_fleet_rollout_serial: batch 1 (node1, node2) takes 2 of the 2 serving instance(s) out of rotation and "
+     "leaves 0; vllm_fleet_min_serving is 1"),
+    (["-e", "vllm_fleet_model_revision=main"], "vllm_fleet_model_revision: 'main' is a branch, tag or short sha"),
+    (["--limit", "node1,nodeX"], "--limit node1,nodeX names nodeX, which the inventory does not have"),
+], ids=["batch-breaks-the-guard", "floating-revision", "unknown-host-in-limit"])
+def test_a_bad_rollout_is_refused_before_any_host_changes(args, says):
+    rc, output, _took = site(*args)
+    refusals = " ".join(msg for _host, msg in messages(output, "fatal"))
+    print("refused:", refusals[:400])
+    assert rc != 0
+    assert says in re.sub(r"\s+", " ", refusals), output[-3000:]
+    assert set(recap_changed(output).values()) == {0}, recap_changed(output)
+
+
+def test_a_new_revision_reaches_every_host_and_no_request_fails(host, revisions):
+    with Load("https://%s:443" % address(host), str(CA), KEY, MODEL) as load:
+        time.sleep(3)
+        rc, output, took = site("-e", "vllm_fleet_model_revision=%s" % revisions["good"],
+                                "-e", '{"hf_mirror_publish": []}')
+    summary = load.summary()
+    report = rollout_report(output)
+    print("good change: site.yml %.0fs, rc %d; requests %d sent, %d failed (%d chat, %d streams ok); %s; serving %s"
+          % (took, rc, summary["sent"], summary["failed"], summary["chat_ok"], summary["stream_ok"],
+             json.dumps(report), json.dumps(served(host))))
+    assert rc == 0, output[-5000:]
+    assert summary["failed"] == 0, summary["failures"]
+    assert summary["chat_ok"] > 0 and summary["stream_ok"] > 0
+    assert served(host) == {"node1": revisions["good"], "node2": revisions["good"]}
+    assert sorted(report) == ["node1", "node2"], report
+    # the canary went first, alone: node1's batch ended before node2's began
+    first = output.index("PLAY [Serve the model, batch by batch]")
+    second = output.index("PLAY [Serve the model, batch by batch]", first + 1)
+    assert "[node2]" not in output[first:second] and "[node1]" not in output[second:]
+
+
+def test_a_change_the_engine_cannot_start_is_rolled_back_on_the_canary(host, revisions):
+    with Load("https://%s:443" % address(host), str(CA), KEY, MODEL) as load:
+        time.sleep(3)
+        rc, output, took = site("-e", "vllm_fleet_model_revision=%s" % revisions["bad"],
+                                "-e", '{"hf_mirror_publish": []}')
+    summary = load.summary()
+    failed = [msg for name, msg in messages(output, "fatal") if name == "node1" and "the change (" in msg]
+    print("bad change: site.yml %.0fs, rc %d; requests %d sent, %d failed; serving %s"
+          % (took, rc, summary["sent"], summary["failed"], json.dumps(served(host))))
+    print("rollback message:", failed[0].split("--- journal")[0] if failed else output[-3000:])
+    assert rc != 0 and failed, output[-5000:]
+    text = failed[0]
+    assert revisions["bad"] in text and "Check that the restarts succeeded" in text
+    assert "Rolled back: main serve what they served before" in text
+    assert "back in the gateways' rotation" in text
+    assert summary["failed"] == 0, summary["failures"]
+    # node1 serves the good revision again; node2 was never touched
+    assert served(host) == {"node1": revisions["good"], "node2": revisions["good"]}
+    assert "node2" not in rollout_report(output)
+    assert other(host, "node1").service("vllm@main.service").is_running
