@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from module_utils.rollout import RolloutError, batches, plan, unknown_limit
+from ansible.module_utils.rollout import RolloutError, batches, plan, unknown_limit
 
 HOSTS = ["n%d" % i for i in range(1, 11)]
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import re
 import shlex
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -17,7 +17,9 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(__file__).parent))
+from serve_hosts import address, other  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 KEYS = {"tester": "molecule-tester-key-0123", "slow": "molecule-slow-key-012345",
@@ -27,16 +29,6 @@ ALLOWED = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
 CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
 MODEL = "tiny-gemma4"
 CHAT = [{"role": "user", "content": "Hello"}]
-
-
-def other(host, name: str):
-    inventory = os.environ.get("MOLECULE_INVENTORY_FILE") or host.backend.ansible_inventory
-    return testinfra.get_host("ansible://%s" % name, ansible_inventory=inventory)
-
-
-def address(host) -> str:
-    facts = host.ansible("setup", "gather_subset=min,network", check=False)["ansible_facts"]
-    return facts["ansible_default_ipv4"]["address"]
 
 
 @pytest.fixture(scope="module")

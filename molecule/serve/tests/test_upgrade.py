@@ -9,7 +9,6 @@ revision whose weights do not match its config.json (vLLM's parser accepts it, t
 cannot load it) fails on the canary, which is rolled back, and the rollout stops there."""
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 import re
@@ -20,10 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
-import testinfra
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fleet_load import Load  # noqa: E402
+from serve_hosts import address, other  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
@@ -64,16 +63,6 @@ restart.wait()
 print(json.dumps({"started": started, "results": results, "streams_done_s": round(streams_done, 1),
                   "restart_s": round(time.monotonic() - t0, 1), "restart_rc": restart.returncode}))
 """
-
-
-def other(host, name: str):
-    inventory = os.environ.get("MOLECULE_INVENTORY_FILE") or host.backend.ansible_inventory
-    return testinfra.get_host("ansible://%s" % name, ansible_inventory=inventory)
-
-
-def address(host) -> str:
-    facts = host.ansible("setup", "gather_subset=min,network", check=False)["ansible_facts"]
-    return facts["ansible_default_ipv4"]["address"]
 
 
 def container(host) -> str:
@@ -180,12 +169,17 @@ def test_a_bad_rollout_is_refused_before_any_host_changes(args, says):
     assert set(recap_changed(output).values()) == {0}, recap_changed(output)
 
 
-def test_a_new_revision_reaches_every_host_and_no_request_fails(host, revisions):
+def roll_out(host, revision: str) -> tuple[int, str, float, dict]:
+    """site.yml with the fleet pinned to ``revision``, under the load through the gateway
+    from before it starts until it ends."""
     with Load("https://%s:443" % address(host), str(CA), KEY, MODEL) as load:
         time.sleep(3)
-        rc, output, took = site("-e", "vllm_fleet_model_revision=%s" % revisions["good"],
-                                "-e", '{"hf_mirror_publish": []}')
-    summary = load.summary()
+        rc, output, took = site("-e", "vllm_fleet_model_revision=%s" % revision, "-e", '{"hf_mirror_publish": []}')
+    return rc, output, took, load.summary()
+
+
+def test_a_new_revision_reaches_every_host_and_no_request_fails(host, revisions):
+    rc, output, took, summary = roll_out(host, revisions["good"])
     report = rollout_report(output)
     print("good change: site.yml %.0fs, rc %d; requests %d sent, %d failed (%d chat, %d streams ok); %s; serving %s"
           % (took, rc, summary["sent"], summary["failed"], summary["chat_ok"], summary["stream_ok"],
@@ -202,11 +196,7 @@ def test_a_new_revision_reaches_every_host_and_no_request_fails(host, revisions)
 
 
 def test_a_change_the_engine_cannot_start_is_rolled_back_on_the_canary(host, revisions):
-    with Load("https://%s:443" % address(host), str(CA), KEY, MODEL) as load:
-        time.sleep(3)
-        rc, output, took = site("-e", "vllm_fleet_model_revision=%s" % revisions["bad"],
-                                "-e", '{"hf_mirror_publish": []}')
-    summary = load.summary()
+    rc, output, took, summary = roll_out(host, revisions["bad"])
     failed = [msg for name, msg in messages(output, "fatal") if name == "node1" and "the change (" in msg]
     print("bad change: site.yml %.0fs, rc %d; requests %d sent, %d failed; serving %s"
           % (took, rc, summary["sent"], summary["failed"], json.dumps(served(host))))
