@@ -56,6 +56,13 @@ options:
     type: list
     elements: list
     default: []
+  inference_env:
+    description:
+      - Their plans' engine environment (C(preflight_plan.vllm_env)), in the same order; it may set
+        C(VLLM_HTTP_TIMEOUT_KEEP_ALIVE) (vLLM's default 5 s).
+    type: list
+    elements: dict
+    default: []
 attributes:
   check_mode:
     support: full
@@ -93,10 +100,15 @@ allowed_paths:
   type: list
   elements: str
 upstreams:
-  description: The instances to balance over, sorted by host and port.
+  description: The instances to balance over, sorted by host and port, each with its engine's keep-alive.
   returned: success
   type: list
   elements: dict
+keepalive_timeout_ms:
+  description: How long the gateway keeps an idle connection to an engine, below the engines' own keep-alive.
+  returned: success
+  type: int
+  sample: 4000
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -114,6 +126,7 @@ def main():
             inference_hosts=dict(type="list", elements="str", default=[]),
             inference_addresses=dict(type="list", elements="str", default=[]),
             inference_instances=dict(type="list", elements="list", default=[]),
+            inference_env=dict(type="list", elements="dict", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -121,7 +134,7 @@ def main():
     try:
         result = plan(params["clients"], params["keys"], params["defaults"], params["allowed_paths"], params["tls"],
                       upstreams(params["inference_hosts"], params["inference_addresses"],
-                                params["inference_instances"]))
+                                params["inference_instances"], params["inference_env"]))
     except GatewayError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

@@ -91,18 +91,38 @@ def clients(given: list, keys_given: list, defaults: dict) -> tuple[list, list]:
 
 
 WILDCARDS = ("0.0.0.0", "::", "")
+# vLLM's API server (uvicorn) closes a connection idle this long (VLLM_HTTP_TIMEOUT_KEEP_ALIVE).
+ENGINE_KEEP_ALIVE = 5
 
 
-def upstreams(hosts: list, addresses: list, instances: list) -> list:
+def upstreams(hosts: list, addresses: list, instances: list, envs: list | None = None) -> list:
     """Every instance of the inference hosts' plans as the gateway reaches it: the address
-    the instance is bound to, or, bound to every address, the host's inventory address."""
-    found = []
-    for host, address, planned in zip(hosts, addresses, instances):
+    the instance is bound to, or, bound to every address, the host's inventory address;
+    and how long the engine keeps an idle connection (``envs``: the plans' ``vllm_env``)."""
+    found, envs = [], list(envs or [])
+    envs += [{}] * (len(hosts) - len(envs))
+    for host, address, planned, env in zip(hosts, addresses, instances, envs):
+        keep_alive = str((env or {}).get("VLLM_HTTP_TIMEOUT_KEEP_ALIVE", ENGINE_KEEP_ALIVE))
+        if not keep_alive.isdigit() or int(keep_alive) < 1:
+            raise GatewayError("preflight_vllm_env: VLLM_HTTP_TIMEOUT_KEEP_ALIVE of %s is %r, not a whole number "
+                               "of seconds > 0" % (host, keep_alive))
+        keep_alive = int(keep_alive)
         for instance in planned or []:
             bound = str(instance["args"].get("host", ""))
             found.append({"host": host, "instance": instance["name"], "port": int(instance["port"]),
-                          "address": (address or host) if bound in WILDCARDS else bound})
+                          "address": (address or host) if bound in WILDCARDS else bound,
+                          "keep_alive": keep_alive})
     return sorted(found, key=lambda u: (u["host"], u["port"]))
+
+
+def keepalive_timeout_ms(found: list) -> int:
+    """How long the gateway keeps an idle connection to the engines: a second less than the
+    shortest engine keep-alive (half of it below two seconds).  Were it longer, the gateway
+    could send a request on a connection the engine is closing: nginx counts that error
+    against the instance, and with one instance left in rotation (the other draining) the
+    next ``fail_timeout`` seconds have none."""
+    shortest = min(u["keep_alive"] for u in found) * 1000
+    return max(shortest - 1000, shortest // 2, 1)
 
 
 def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, tls: dict,
@@ -128,4 +148,4 @@ def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, t
         raise GatewayError("; ".join(problems))
     return {"clients": result, "allowed_paths": list(allowed_paths),
             "largest_body_bytes": max(size_bytes(c["max_body_size"]) for c in result),
-            "upstreams": upstreams}
+            "upstreams": upstreams, "keepalive_timeout_ms": keepalive_timeout_ms(upstreams)}

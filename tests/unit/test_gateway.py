@@ -7,8 +7,8 @@ from ansible.module_utils.gateway import GatewayError, plan, size_bytes, upstrea
 
 DEFAULTS = {"rate_per_second": 10, "burst": 20, "connections": 16, "max_body_size": "1m"}
 PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
-UPSTREAMS = [{"host": "node1", "instance": "main", "address": "10.0.0.2", "port": 8000},
-             {"host": "node2", "instance": "main", "address": "10.0.0.3", "port": 8000}]
+UPSTREAMS = [{"host": "node1", "instance": "main", "address": "10.0.0.2", "port": 8000, "keep_alive": 5},
+             {"host": "node2", "instance": "main", "address": "10.0.0.3", "port": 8000, "keep_alive": 5}]
 KEY_A, KEY_B = "a" * 24, "b" * 24
 
 
@@ -71,9 +71,31 @@ def test_upstreams_are_where_each_instance_is_bound():
     wildcard = [{"name": "replica0", "port": 8000, "args": {"host": "0.0.0.0"}},
                 {"name": "replica1", "port": 8001, "args": {"host": "0.0.0.0"}}]
     assert upstreams(["node2", "node1", "node3"], ["", "node1.example", ""], [bound, wildcard, []]) == [
-        {"host": "node1", "instance": "replica0", "port": 8000, "address": "node1.example"},
-        {"host": "node1", "instance": "replica1", "port": 8001, "address": "node1.example"},
-        {"host": "node2", "instance": "main", "port": 8000, "address": "10.0.0.3"}]
+        {"host": "node1", "instance": "replica0", "port": 8000, "address": "node1.example", "keep_alive": 5},
+        {"host": "node1", "instance": "replica1", "port": 8001, "address": "node1.example", "keep_alive": 5},
+        {"host": "node2", "instance": "main", "port": 8000, "address": "10.0.0.3", "keep_alive": 5}]
+
+
+@pytest.mark.parametrize("envs, expected_ms", [
+    ([], 4000),  # vLLM's default keep-alive, 5 s
+    ([{"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "30"}, {}], 4000),  # the shortest engine's decides
+    ([{"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": 30}, {"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": 30}], 29000),
+    ([{"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": 1}, {"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": 1}], 500),
+])
+def test_the_gateway_drops_idle_connections_before_the_engines_do(envs, expected_ms):
+    """A connection the engine closes while the gateway sends on it is an error nginx counts
+    against the instance (max_fails): the gateway's idle timeout stays below the engines'."""
+    instance = [{"name": "main", "port": 8000, "args": {"host": "0.0.0.0"}}]
+    found = upstreams(["node1", "node2"], ["", ""], [instance, instance], envs)
+    result = plan([{"name": "alice"}], [KEY_A], DEFAULTS, PATHS, {}, found)
+    assert result["keepalive_timeout_ms"] == expected_ms
+    assert result["keepalive_timeout_ms"] < min(u["keep_alive"] for u in found) * 1000
+
+
+def test_a_bad_engine_keep_alive_is_refused_by_name():
+    instance = [{"name": "main", "port": 8000, "args": {}}]
+    with pytest.raises(GatewayError, match="preflight_vllm_env: VLLM_HTTP_TIMEOUT_KEEP_ALIVE of node1 is '0s'"):
+        upstreams(["node1"], [""], [instance], [{"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "0s"}])
 
 
 def test_sizes_in_nginx_syntax():

@@ -21,8 +21,8 @@ CHAT = [{"role": "user", "content": "Tell the fleet operator a story."}]
 
 
 class Load:
-    def __init__(self, gateway: str, ca: str, key: str, model: str, *, clients: int = 6,
-                 max_tokens: int = 24, limit: int = 5000, rate: float = 4.0):
+    def __init__(self, gateway: str, ca: str, key: str, model: str, *, clients: int = 4,
+                 max_tokens: int = 24, limit: int = 5000, rate: float = 2.0):
         self.api = openai.OpenAI(base_url=gateway + "/v1", api_key=key, max_retries=0, timeout=120,
                                  http_client=httpx.Client(verify=ca, limits=httpx.Limits(max_connections=64)))
         self.model, self.clients, self.max_tokens, self.limit = model, clients, max_tokens, limit
