@@ -84,7 +84,9 @@ def main() -> None:
     print(f"\nThe fleet's OpenAI-compatible endpoint: {url}\n"
           f"  client key: gateway_clients in {INVENTORY}/group_vars/all.yml\n"
           f"  TLS: verify with the fleet CA {ca}\n"
-          "  the engines answer the gateway alone (their ports refuse every other host)")
+          "  the engines answer the gateway alone (their ports refuse every other host)\n"
+          f"Prometheus and Alertmanager watch the fleet on the mirror's loopback: docker exec {FLEET}-mirror "
+          "curl -s 127.0.0.1:9090/api/v1/targets (or 127.0.0.1:9093/api/v2/alerts)")
     print(f"The demo fleet is up: docker ps --filter label=org.vllm-fleet.fleet={FLEET}"
           "\nTear it down with: make demo-down")
 

@@ -1,0 +1,116 @@
+"""What the monitoring host watches, checked before any host changes: the scrape targets
+made from the inventory (file-based service discovery, one file per job) and the alert
+thresholds.
+
+Plain Python, no Ansible imports; ``library/monitoring_plan.py`` wraps it.  The vLLM
+instances are found as the gateway finds them (``gateway.upstreams``): one rule for
+where an instance is reached.  The facts the rules rely on (metric names, what each
+exporter exposes) are in docs/monitoring.md.
+"""
+from __future__ import annotations
+
+import re
+
+from ansible.module_utils.gateway import upstreams
+from ansible.module_utils.vllm_args import flag_name
+
+RETENTION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+# Alert thresholds: name -> (lowest, highest, what it is).  Ratios are 0-1.
+THRESHOLDS = {
+    "kv_cache_usage": (0.0, 1.0, "a ratio of the KV cache (vllm:kv_cache_usage_perc is 0-1)"),
+    "requests_waiting": (1, 1 << 20, "a whole number of waiting requests"),
+    "ttft_p99_seconds": (0.001, 3600.0, "seconds"),
+    "failed_ratio": (0.0, 1.0, "a ratio of the finished requests"),
+    "disk_free_ratio": (0.0, 1.0, "a ratio of the filesystem"),
+    "gpu_temperature_celsius": (30, 120, "degrees Celsius"),
+    "gpu_memory_used_ratio": (0.0, 1.0, "a ratio of the GPU's memory"),
+}
+WHOLE = ("requests_waiting", "gpu_temperature_celsius")
+
+
+class MonitoringError(ValueError):
+    """Each message (several are joined by '; ') starts with the variable it is about."""
+
+
+def check(retention: str, storage_path: str, thresholds: dict, ports: dict | None = None) -> list:
+    """The problems of the settings, each naming its variable."""
+    problems = []
+    for name, port in sorted((ports or {}).items()):
+        lowest = 0 if name == "dcgm" else 1
+        if name != "health_path" and (isinstance(port, bool) or not isinstance(port, int)
+                                      or not lowest <= port < 65536):
+            variable = "monitoring_dcgm_exporter_port" if name == "dcgm" else "vllm_fleet_%s_exporter_port" % name
+            problems.append("%s: %r is not a port (%d-65535)" % (variable, port, lowest))
+    if not RETENTION.match(str(retention)):
+        problems.append("monitoring_retention_time: %r is not a Prometheus duration such as 15d or 12h" % retention)
+    if not str(storage_path).startswith("/") or "/.." in str(storage_path):
+        problems.append("monitoring_storage_path: %r is not an absolute path" % storage_path)
+    for name, (low, high, what) in THRESHOLDS.items():
+        value = thresholds.get(name)
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        number = whole or isinstance(value, float)
+        if not number or (name in WHOLE and not whole) or not low <= value <= high:
+            problems.append("monitoring_alert_%s: %r is not %s from %s to %s" % (name, value, what, low, high))
+    return problems
+
+
+def _group(targets: list, labels: dict) -> dict:
+    return {"targets": targets, "labels": labels}
+
+
+def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict) -> dict:
+    """job -> file_sd target groups.  ``groups``: the inventory's groups; ``addresses``:
+    host -> its inventory address (``ansible_host``, empty for its name); ``plans``: host ->
+    its preflight plan; ``model``: the fleet's ``endpoint``, ``repo`` and ``revision``;
+    ``ports``: ``node``, ``nginx``, ``dcgm`` (0: none) and the engines' ``health_path``."""
+    inference = groups.get("inference", [])
+    found = upstreams(inference, [addresses.get(h) or "" for h in inference],
+                      [(plans.get(h) or {}).get("instances", []) for h in inference],
+                      [(plans.get(h) or {}).get("vllm_env", {}) for h in inference])
+    engines = [_group(["%s:%d" % (u["address"], u["port"])],
+                      {"host": u["host"], "vllm_instance": u["instance"]}) for u in found]
+    health = [_group(["http://%s:%d%s" % (u["address"], u["port"], ports["health_path"])],
+                     {"host": u["host"], "vllm_instance": u["instance"]}) for u in found]
+    every = sorted({h for members in groups.values() for h in members} - {"localhost"})
+    nodes = [_group(["%s:%d" % (addresses.get(h) or h, ports["node"])],
+                    {"host": h, "role": "inference" if h in inference else "service"}) for h in every]
+    nginx = [_group(["%s:%d" % (addresses.get(h) or h, ports["nginx"])], {"host": h})
+             for h in groups.get("gateways", [])]
+    # The fleet's mirror answers for the pinned revision: what a host asks before it downloads.
+    mirror = []
+    if model.get("endpoint") and model.get("repo"):
+        mirror = [_group(["%s/api/models/%s/revision/%s" % (model["endpoint"].rstrip("/"), model["repo"],
+                                                            model.get("revision") or "main")],
+                         {"mirror": model["endpoint"], "repo": model["repo"]})]
+    # dcgm-exporter on the inference hosts, where the operator runs it (port 0: not scraped).
+    dcgm = [_group(["%s:%d" % (addresses.get(h) or h, ports["dcgm"])], {"host": h})
+            for h in inference if ports.get("dcgm")]
+    return {"vllm": engines, "vllm_health": health, "node": nodes, "nginx": nginx, "mirror": mirror, "dcgm": dcgm}
+
+
+def mount_of(mounts: list, path: str) -> str:
+    """The mount point holding ``path``: the longest of ``mounts`` it lies under."""
+    under = [m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")]
+    return max(under, key=len) if under else "/"
+
+
+def plan(retention: str, storage_path: str, thresholds: dict, groups: dict, addresses: dict, plans: dict,
+         model: dict, ports: dict, mounts: dict | None = None) -> dict:
+    """The targets, the checked thresholds and the filesystems that hold the model root on
+    the inference hosts (``mounts``: host -> its mount points; ``model["root"]``);
+    MonitoringError naming each bad variable."""
+    problems = check(retention, storage_path, thresholds, ports)
+    if not groups.get("inference"):
+        problems.append("inference: the group is empty; there is no engine to watch")
+    for host in groups.get("inference", []):
+        for instance in (plans.get(host) or {}).get("instances", []):
+            if any(flag_name(k) == "disable-log-stats" and v for k, v in instance.get("args", {}).items()):
+                problems.append("preflight_vllm_args: --disable-log-stats on %s/%s removes every vllm:* series "
+                                "from /metrics, and the fleet has a monitoring host" % (host, instance["name"]))
+    if problems:
+        raise MonitoringError("; ".join(problems))
+    found = targets(groups, addresses, plans, model, ports)
+    root = model.get("root") or "/"
+    model_mounts = sorted({mount_of((mounts or {}).get(h) or [], root) for h in groups["inference"]})
+    return {"targets": found, "thresholds": dict(thresholds), "model_mounts": model_mounts,
+            "counts": {job: len(entries) for job, entries in found.items()}}

