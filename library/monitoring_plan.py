@@ -45,6 +45,14 @@ options:
     description: The fleet's model, C(endpoint) (its mirror), C(repo), C(revision) and C(root) (the model root).
     type: dict
     default: {}
+  durations:
+    description: Variable name to a Prometheus duration it holds (the scrape interval, the alerts' windows).
+    type: dict
+    default: {}
+  webhook_url:
+    description: Where Alertmanager sends the alerts; empty for nowhere.
+    type: str
+    default: ""
   mounts:
     description: Inference host to its mount points (C(ansible_facts.mounts)); where unknown, C(/).
     type: dict
@@ -112,13 +120,15 @@ def main():
             model=dict(type="dict", default={}),
             ports=dict(type="dict", required=True),
             mounts=dict(type="dict", default={}),
+            durations=dict(type="dict", default={}),
+            webhook_url=dict(type="str", default="", no_log=False),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
         result = plan(p["retention"], p["storage_path"], p["thresholds"], p["groups"], p["addresses"], p["plans"],
-                      p["model"], p["ports"], p["mounts"])
+                      p["model"], p["ports"], p["mounts"], p["durations"], p["webhook_url"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

@@ -14,7 +14,8 @@ import re
 from ansible.module_utils.gateway import upstreams
 from ansible.module_utils.vllm_args import flag_name
 
-RETENTION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+URL = re.compile(r"^https?://[A-Za-z0-9.\[\]:_-]+(/\S*)?$")
 # Alert thresholds: name -> (lowest, highest, what it is).  Ratios are 0-1.
 THRESHOLDS = {
     "kv_cache_usage": (0.0, 1.0, "a ratio of the KV cache (vllm:kv_cache_usage_perc is 0-1)"),
@@ -32,16 +33,23 @@ class MonitoringError(ValueError):
     """Each message (several are joined by '; ') starts with the variable it is about."""
 
 
-def check(retention: str, storage_path: str, thresholds: dict, ports: dict | None = None) -> list:
-    """The problems of the settings, each naming its variable."""
+def check(retention: str, storage_path: str, thresholds: dict, ports: dict | None = None,
+          durations: dict | None = None, webhook_url: str = "") -> list:
+    """The problems of the settings, each naming its variable (``durations``: variable
+    name -> a Prometheus duration)."""
     problems = []
+    for name, value in sorted((durations or {}).items()):
+        if not DURATION.match(str(value)) or not re.search("[1-9]", str(value)):
+            problems.append("%s: %r is not a Prometheus duration such as 30s, 5m or 2h" % (name, value))
+    if webhook_url and not URL.match(str(webhook_url)):
+        problems.append("monitoring_alertmanager_webhook_url: %r is not an http:// or https:// URL" % webhook_url)
     for name, port in sorted((ports or {}).items()):
         lowest = 0 if name == "dcgm" else 1
         if name != "health_path" and (isinstance(port, bool) or not isinstance(port, int)
                                       or not lowest <= port < 65536):
             variable = "monitoring_dcgm_exporter_port" if name == "dcgm" else "vllm_fleet_%s_exporter_port" % name
             problems.append("%s: %r is not a port (%d-65535)" % (variable, port, lowest))
-    if not RETENTION.match(str(retention)):
+    if not DURATION.match(str(retention)):
         problems.append("monitoring_retention_time: %r is not a Prometheus duration such as 15d or 12h" % retention)
     if not str(storage_path).startswith("/") or "/.." in str(storage_path):
         problems.append("monitoring_storage_path: %r is not an absolute path" % storage_path)
@@ -95,11 +103,12 @@ def mount_of(mounts: list, path: str) -> str:
 
 
 def plan(retention: str, storage_path: str, thresholds: dict, groups: dict, addresses: dict, plans: dict,
-         model: dict, ports: dict, mounts: dict | None = None) -> dict:
+         model: dict, ports: dict, mounts: dict | None = None, durations: dict | None = None,
+         webhook_url: str = "") -> dict:
     """The targets, the checked thresholds and the filesystems that hold the model root on
     the inference hosts (``mounts``: host -> its mount points; ``model["root"]``);
     MonitoringError naming each bad variable."""
-    problems = check(retention, storage_path, thresholds, ports)
+    problems = check(retention, storage_path, thresholds, ports, durations, webhook_url)
     if not groups.get("inference"):
         problems.append("inference: the group is empty; there is no engine to watch")
     for host in groups.get("inference", []):

@@ -80,13 +80,15 @@ def main() -> None:
     started = time.monotonic()
     url, ca = ask(bindir)
     timings.append(("ask through the gateway (openai client)", time.monotonic() - started))
+    stage("what the fleet's Prometheus sees (playbooks/fleet_status.yml)",
+          [str(bindir / "ansible-playbook"), "-i", INVENTORY, "playbooks/fleet_status.yml"], timings)
     report(timings)
     print(f"\nThe fleet's OpenAI-compatible endpoint: {url}\n"
           f"  client key: gateway_clients in {INVENTORY}/group_vars/all.yml\n"
           f"  TLS: verify with the fleet CA {ca}\n"
           "  the engines answer the gateway alone (their ports refuse every other host)\n"
-          f"Prometheus and Alertmanager watch the fleet on the mirror's loopback: docker exec {FLEET}-mirror "
-          "curl -s 127.0.0.1:9090/api/v1/targets (or 127.0.0.1:9093/api/v2/alerts)")
+          f"Prometheus http://127.0.0.1:9090 and Alertmanager http://127.0.0.1:9093 watch the fleet from the "
+          f"mirror (its loopback): docker exec {FLEET}-mirror curl -s 127.0.0.1:9090/api/v1/targets")
     print(f"The demo fleet is up: docker ps --filter label=org.vllm-fleet.fleet={FLEET}"
           "\nTear it down with: make demo-down")
 

@@ -118,3 +118,32 @@ def test_bad_gateway_settings_are_refused_before_any_host_changes(playbook, tmp_
         _task, text = run.failure(host)
         assert message in text, (host, text)
         assert "k" * 20 not in text
+
+
+MONITORING_REFUSALS = {
+    "mon-kv-above-1": ({"monitoring_alert_kv_cache_usage": 1.5},
+                       "monitoring_alert_kv_cache_usage: 1.5 is not a ratio of the KV cache"),
+    "mon-negative-slo": ({"monitoring_alert_ttft_p99_seconds": -1.0},
+                         "monitoring_alert_ttft_p99_seconds: -1.0 is not seconds"),
+    "mon-retention": ({"monitoring_retention_time": "two weeks"},
+                      "monitoring_retention_time: 'two weeks' is not a Prometheus duration"),
+    "mon-window": ({"monitoring_alert_down_for": "2"}, "monitoring_alert_down_for: '2' is not a Prometheus duration"),
+    "mon-webhook": ({"monitoring_alertmanager_webhook_url": "pager:8080"},
+                    "monitoring_alertmanager_webhook_url: 'pager:8080' is not an http:// or https:// URL"),
+}
+
+
+def test_bad_monitoring_settings_are_refused_before_any_host_changes(playbook, tmp_path):
+    """playbooks/preflight.yml checks each monitoring host's settings, naming the variable."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {
+        "inference": {"hosts": {"cpu-node": dict(local, preflight_hardware={"gpus": []})}},
+        "monitoring": {"hosts": {name: dict(local, **settings)
+                                 for name, (settings, _m) in MONITORING_REFUSALS.items()}}}}}))
+    run = playbook("preflight.yml", inventory, {"vllm_fleet_engine": "cpu", "preflight_model": "tiny-gemma4",
+                                                "preflight_max_model_len": 1024})
+    assert run.rc != 0 and run.changed() == 0
+    for host, (_settings, message) in MONITORING_REFUSALS.items():
+        _task, text = run.failure(host)
+        assert message in text, (host, text)

@@ -2,6 +2,7 @@
 rules' metric names against real scrapes (tests/fixtures/metrics/)."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from ansible.module_utils.monitoring import MonitoringError, mount_of, plan
 ROOT = Path(__file__).resolve().parents[2]
 METRICS = ROOT / "tests" / "fixtures" / "metrics"
 RULES = ROOT / "roles" / "monitoring" / "templates" / "vllm-fleet.rules.yml.j2"
+DASHBOARD = ROOT / "roles" / "monitoring" / "files" / "grafana-dashboard.json"
 DEFAULTS = yaml.safe_load((ROOT / "roles" / "monitoring" / "defaults" / "main.yml").read_text())
 THRESHOLDS = {name[len("monitoring_alert_"):]: value for name, value in DEFAULTS.items()
               if name.startswith("monitoring_alert_")}
@@ -29,7 +31,9 @@ MODEL = {"endpoint": "http://mirror:8090", "repo": "demo/tiny-gemma4", "revision
 def fleet(**changes) -> dict:
     args = dict(retention="15d", storage_path="/var/lib/prometheus/metrics2", thresholds=THRESHOLDS,
                 groups=GROUPS, addresses={"node2": "10.0.0.3"}, plans=PLANS, model=MODEL, ports=PORTS,
-                mounts={"node1": ["/", "/var/lib/vllm"], "node2": ["/", "/boot"]})
+                mounts={"node1": ["/", "/var/lib/vllm"], "node2": ["/", "/boot"]},
+                durations={"monitoring_scrape_interval": "15s", "monitoring_alert_down_for": "2m"},
+                webhook_url="https://pager.example.com/hooks/vllm")
     args.update(changes)
     return plan(**args)
 
@@ -67,6 +71,12 @@ def test_the_disk_alert_watches_the_filesystem_that_holds_the_model_root():
 
 @pytest.mark.parametrize("changes, message", [
     ({"retention": "15 days"}, "monitoring_retention_time: '15 days' is not a Prometheus duration"),
+    ({"durations": {"monitoring_alert_down_for": "2 minutes"}},
+     "monitoring_alert_down_for: '2 minutes' is not a Prometheus duration"),
+    ({"durations": {"monitoring_scrape_interval": "0s"}}, "monitoring_scrape_interval: '0s' is not a Prometheus"),
+    ({"webhook_url": "pager.example.com/hooks"},
+     "monitoring_alertmanager_webhook_url: 'pager.example.com/hooks' is not an http:// or https:// URL"),
+    ({"thresholds": dict(THRESHOLDS, ttft_p99_seconds=-2.0)}, "monitoring_alert_ttft_p99_seconds: -2.0 is not seconds"),
     ({"storage_path": "prometheus"}, "monitoring_storage_path: 'prometheus' is not an absolute path"),
     ({"thresholds": dict(THRESHOLDS, kv_cache_usage=90)}, "monitoring_alert_kv_cache_usage: 90 is not a ratio"),
     ({"thresholds": dict(THRESHOLDS, requests_waiting=2.5)}, "monitoring_alert_requests_waiting: 2.5 is not a whole"),
@@ -91,6 +101,7 @@ def rules() -> dict:
     env.filters["regex_escape"] = re.escape
     rendered = env.from_string(text).render(
         ansible_managed="test", vllm_fleet_model_root="/var/lib/vllm/models",
+        monitoring_alert_down_for=DEFAULTS["monitoring_alert_down_for"],
         _monitoring_plan={"thresholds": THRESHOLDS, "model_mounts": ["/"]})
     return yaml.safe_load(rendered)
 
@@ -116,13 +127,26 @@ def scraped() -> set:
     return names
 
 
-def test_every_metric_a_rule_reads_is_in_a_real_scrape():
-    exprs = [rule["expr"] for group in rules()["groups"] for rule in group["rules"]]
-    used = {name for expr in exprs
+def used(exprs: list) -> set:
+    return {name for expr in exprs
             for name in re.findall(r"\b(?:vllm:[a-z_:]+|node_[a-z_]+|nginx_[a-z_]+|probe_[a-z_]+|DCGM_FI_[A-Z_]+)",
                                    expr)}
-    assert len(used) >= 12, used
-    assert sorted(used - scraped()) == []
+
+
+def queries() -> dict:
+    """Every PromQL expression the project ships, by where it is."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    status = yaml.safe_load((ROOT / "roles" / "monitoring" / "vars" / "main.yml").read_text())
+    return {"rules": [rule["expr"] for group in rules()["groups"] for rule in group["rules"]],
+            "dashboard": [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]],
+            "fleet_status": list(status["_monitoring_status_queries"].values())}
+
+
+@pytest.mark.parametrize("where", ["rules", "dashboard", "fleet_status"])
+def test_every_metric_a_query_reads_is_in_a_real_scrape(where):
+    names = used(queries()[where])
+    assert len(names) >= 5, names
+    assert sorted(names - scraped()) == []
 
 
 def test_a_counter_without_total_is_not_a_series():

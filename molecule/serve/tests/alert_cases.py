@@ -17,62 +17,63 @@ GPU = 'host="node1", gpu="0", UUID="GPU-0", instance="node1:9400", job="dcgm"'
 
 
 def series(thresholds: dict) -> dict:
-    """alert -> (its input series [(selector, values)], eval time, the labels it fires with, $value)."""
+    """alert -> (its input series [(selector, values)], the time after its rule's ``for``
+    at which it must fire, the labels it fires with, $value).  Series run 60 minutes."""
     high = thresholds["kv_cache_usage"] + 0.05
     waiting = thresholds["requests_waiting"] + 4
     hot = thresholds["gpu_temperature_celsius"] + 5
     engine = {"host": "node1", "vllm_instance": "main", "instance": "10.0.0.2:8000"}
     return {
-        "VllmInstanceDown": ([('up{job="vllm", %s}' % TARGET, "1 0x5")], "4m", dict(engine, job="vllm"), None),
+        "VllmInstanceDown": ([('up{job="vllm", %s}' % TARGET, "1 0x60")], "2m", dict(engine, job="vllm"), None),
         "VllmEngineUnhealthy": ([('probe_success{job="vllm_health", host="node1", vllm_instance="main", '
-                                  'instance="http://10.0.0.2:8000/health"}', "1 0x5")], "3m",
+                                  'instance="http://10.0.0.2:8000/health"}', "1 0x60")], "2m",
                                 {"host": "node1", "vllm_instance": "main", "job": "vllm_health",
                                  "instance": "http://10.0.0.2:8000/health"}, None),
-        "VllmKvCacheNearlyFull": ([('vllm:kv_cache_usage_perc{job="vllm", %s}' % ENGINE, "%sx10" % high)], "7m",
+        "VllmKvCacheNearlyFull": ([('vllm:kv_cache_usage_perc{job="vllm", %s}' % ENGINE, "%sx60" % high)], "2m",
                                   dict(engine, job="vllm", model_name="tiny-gemma4", engine="0"), None),
-        "VllmRequestsWaiting": ([('vllm:num_requests_waiting{job="vllm", %s}' % ENGINE, "%dx10" % waiting)], "7m",
+        "VllmRequestsWaiting": ([('vllm:num_requests_waiting{job="vllm", %s}' % ENGINE, "%dx60" % waiting)], "2m",
                                 dict(engine, job="vllm", model_name="tiny-gemma4", engine="0"), None),
-        "VllmPreemptionsRising": ([('vllm:num_preemptions_total{job="vllm", %s}' % ENGINE, "0+5x40")], "25m",
+        "VllmPreemptionsRising": ([('vllm:num_preemptions_total{job="vllm", %s}' % ENGINE, "0+5x60")], "8m",
                                   dict(engine, job="vllm", model_name="tiny-gemma4", engine="0"), None),
         # 2 of 100 requests a minute above 5 s, the rest under 1 s: p99 about 5 s
         "VllmTimeToFirstTokenAboveSlo": ([
-            ('vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="1.0"}' % ENGINE, "0+98x40"),
-            ('vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="5.0"}' % ENGINE, "0+98x40"),
-            ('vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="10.0"}' % ENGINE, "0+100x40"),
-            ('vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="+Inf"}' % ENGINE, "0+100x40")],
-            "25m", {"host": "node1", "vllm_instance": "main"}, None),
+            ('vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="1.0"}' % ENGINE, "0+98x60"),
+            ('vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="5.0"}' % ENGINE, "0+98x60"),
+            ('vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="10.0"}' % ENGINE, "0+100x60"),
+            ('vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="+Inf"}' % ENGINE, "0+100x60")],
+            "8m", {"host": "node1", "vllm_instance": "main"}, None),
         "VllmRequestsFailing": ([
-            ('vllm:request_success_total{job="vllm", %s, finished_reason="stop"}' % ENGINE, "0+80x20"),
-            ('vllm:request_success_total{job="vllm", %s, finished_reason="abort"}' % ENGINE, "0+20x20"),
-            ('vllm:request_success_total{job="vllm", %s, finished_reason="error"}' % ENGINE, "0+0x20")],
-            "15m", {"host": "node1", "vllm_instance": "main"}, None),
+            ('vllm:request_success_total{job="vllm", %s, finished_reason="stop"}' % ENGINE, "0+80x60"),
+            ('vllm:request_success_total{job="vllm", %s, finished_reason="abort"}' % ENGINE, "0+20x60"),
+            ('vllm:request_success_total{job="vllm", %s, finished_reason="error"}' % ENGINE, "0+0x60")],
+            "8m", {"host": "node1", "vllm_instance": "main"}, None),
         "VllmAdmissionRejections": ([('vllm:admission_rejections_total{job="vllm", %s, reason="max_num_queued_reqs"}'
-                                      % ENGINE, "0+3x20")], "15m",
+                                      % ENGINE, "0+3x60")], "8m",
                                     {"host": "node1", "vllm_instance": "main", "reason": "max_num_queued_reqs"}, None),
-        "HostExporterDown": ([('up{job="node", %s}' % NODE, "1 0x10")], "7m", {
+        "HostExporterDown": ([('up{job="node", %s}' % NODE, "1 0x60")], "2m", {
             "host": "node1", "role": "inference", "instance": "node1:9100", "job": "node"}, None),
-        "GatewayDown": ([('up{job="nginx", host="mirror", instance="mirror:9113"}', "1x10"),
-                         ('nginx_up{job="nginx", host="mirror", instance="mirror:9113"}', "1 0x10")], "4m",
+        "GatewayDown": ([('up{job="nginx", host="mirror", instance="mirror:9113"}', "1x60"),
+                         ('nginx_up{job="nginx", host="mirror", instance="mirror:9113"}', "1 0x60")], "2m",
                         {"host": "mirror", "instance": "mirror:9113", "job": "nginx"}, None),
         "MirrorCannotServeTheRevision": ([('probe_success{job="mirror", mirror="http://mirror:8090", '
-                                           'repo="demo/tiny-gemma4", instance="http://mirror:8090/api"}', "1 0x10")],
-                                         "7m", {"job": "mirror", "mirror": "http://mirror:8090",
+                                           'repo="demo/tiny-gemma4", instance="http://mirror:8090/api"}', "1 0x60")],
+                                         "2m", {"job": "mirror", "mirror": "http://mirror:8090",
                                                 "repo": "demo/tiny-gemma4", "instance": "http://mirror:8090/api"},
                                          None),
         "ModelDiskFilling": ([
             ('node_filesystem_avail_bytes{job="node", %s, mountpoint="/", fstype="ext4", device="/dev/sda1"}'
-             % NODE, "%dx20" % int(1000 * thresholds["disk_free_ratio"] / 2)),
+             % NODE, "%dx60" % int(1000 * thresholds["disk_free_ratio"] / 2)),
             ('node_filesystem_size_bytes{job="node", %s, mountpoint="/", fstype="ext4", device="/dev/sda1"}'
-             % NODE, "1000x20")], "15m",
+             % NODE, "1000x60")], "2m",
             {"host": "node1", "role": "inference", "instance": "node1:9100", "job": "node", "mountpoint": "/",
              "fstype": "ext4", "device": "/dev/sda1"}, None),
-        "GpuXidError": ([('DCGM_FI_DEV_XID_ERRORS{%s}' % GPU, "0 0 79x10")], "5m",
+        "GpuXidError": ([('DCGM_FI_DEV_XID_ERRORS{%s}' % GPU, "0 0 79x60")], "3m",
                         {"host": "node1", "gpu": "0", "UUID": "GPU-0", "instance": "node1:9400", "job": "dcgm"}, "79"),
-        "GpuTemperatureHigh": ([('DCGM_FI_DEV_GPU_TEMP{%s}' % GPU, "%dx10" % hot)], "7m",
+        "GpuTemperatureHigh": ([('DCGM_FI_DEV_GPU_TEMP{%s}' % GPU, "%dx60" % hot)], "2m",
                                {"host": "node1", "gpu": "0", "UUID": "GPU-0", "instance": "node1:9400",
                                 "job": "dcgm"}, None),
-        "GpuMemoryNearlyFull": ([('DCGM_FI_DEV_FB_USED{%s}' % GPU, "143000x20"),
-                                 ('DCGM_FI_DEV_FB_FREE{%s}' % GPU, "700x20")], "15m",
+        "GpuMemoryNearlyFull": ([('DCGM_FI_DEV_FB_USED{%s}' % GPU, "143000x60"),
+                                 ('DCGM_FI_DEV_FB_FREE{%s}' % GPU, "700x60")], "2m",
                                 {"host": "node1", "gpu": "0", "UUID": "GPU-0", "instance": "node1:9400",
                                  "job": "dcgm"}, None),
     }
@@ -81,29 +82,35 @@ def series(thresholds: dict) -> dict:
 def healthy() -> list:
     """One healthy fleet's series: no alert fires."""
     return [
-        {"series": 'up{job="vllm", %s}' % TARGET, "values": "1x40"},
-        {"series": 'probe_success{job="vllm_health", host="node1", vllm_instance="main"}', "values": "1x40"},
-        {"series": 'vllm:kv_cache_usage_perc{job="vllm", %s}' % ENGINE, "values": "0.3x40"},
-        {"series": 'vllm:num_requests_waiting{job="vllm", %s}' % ENGINE, "values": "0x40"},
-        {"series": 'vllm:num_preemptions_total{job="vllm", %s}' % ENGINE, "values": "0x40"},
-        {"series": 'vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="1.0"}' % ENGINE, "values": "0+100x40"},
+        {"series": 'up{job="vllm", %s}' % TARGET, "values": "1x60"},
+        {"series": 'probe_success{job="vllm_health", host="node1", vllm_instance="main"}', "values": "1x60"},
+        {"series": 'vllm:kv_cache_usage_perc{job="vllm", %s}' % ENGINE, "values": "0.3x60"},
+        {"series": 'vllm:num_requests_waiting{job="vllm", %s}' % ENGINE, "values": "0x60"},
+        {"series": 'vllm:num_preemptions_total{job="vllm", %s}' % ENGINE, "values": "0x60"},
+        {"series": 'vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="1.0"}' % ENGINE, "values": "0+100x60"},
         {"series": 'vllm:time_to_first_token_seconds_bucket{job="vllm", %s, le="+Inf"}' % ENGINE,
-         "values": "0+100x40"},
-        {"series": 'vllm:request_success_total{job="vllm", %s, finished_reason="stop"}' % ENGINE, "values": "0+99x40"},
-        {"series": 'vllm:request_success_total{job="vllm", %s, finished_reason="abort"}' % ENGINE, "values": "0+1x40"},
+         "values": "0+100x60"},
+        {"series": 'vllm:request_success_total{job="vllm", %s, finished_reason="stop"}' % ENGINE, "values": "0+99x60"},
+        {"series": 'vllm:request_success_total{job="vllm", %s, finished_reason="abort"}' % ENGINE, "values": "0+1x60"},
         {"series": 'vllm:admission_rejections_total{job="vllm", %s, reason="max_num_queued_reqs"}' % ENGINE,
-         "values": "0x40"},
-        {"series": 'up{job="node", %s}' % NODE, "values": "1x40"},
-        {"series": 'up{job="nginx", host="mirror"}', "values": "1x40"},
-        {"series": 'nginx_up{job="nginx", host="mirror"}', "values": "1x40"},
-        {"series": 'probe_success{job="mirror", mirror="http://mirror:8090"}', "values": "1x40"},
-        {"series": 'node_filesystem_avail_bytes{job="node", %s, mountpoint="/"}' % NODE, "values": "600x40"},
-        {"series": 'node_filesystem_size_bytes{job="node", %s, mountpoint="/"}' % NODE, "values": "1000x40"},
-        {"series": 'DCGM_FI_DEV_XID_ERRORS{%s}' % GPU, "values": "0x40"},
-        {"series": 'DCGM_FI_DEV_GPU_TEMP{%s}' % GPU, "values": "60x40"},
-        {"series": 'DCGM_FI_DEV_FB_USED{%s}' % GPU, "values": "130000x40"},
-        {"series": 'DCGM_FI_DEV_FB_FREE{%s}' % GPU, "values": "13000x40"},
+         "values": "0x60"},
+        {"series": 'up{job="node", %s}' % NODE, "values": "1x60"},
+        {"series": 'up{job="nginx", host="mirror"}', "values": "1x60"},
+        {"series": 'nginx_up{job="nginx", host="mirror"}', "values": "1x60"},
+        {"series": 'probe_success{job="mirror", mirror="http://mirror:8090"}', "values": "1x60"},
+        {"series": 'node_filesystem_avail_bytes{job="node", %s, mountpoint="/"}' % NODE, "values": "600x60"},
+        {"series": 'node_filesystem_size_bytes{job="node", %s, mountpoint="/"}' % NODE, "values": "1000x60"},
+        {"series": 'DCGM_FI_DEV_XID_ERRORS{%s}' % GPU, "values": "0x60"},
+        {"series": 'DCGM_FI_DEV_GPU_TEMP{%s}' % GPU, "values": "60x60"},
+        {"series": 'DCGM_FI_DEV_FB_USED{%s}' % GPU, "values": "130000x60"},
+        {"series": 'DCGM_FI_DEV_FB_FREE{%s}' % GPU, "values": "13000x60"},
     ]
+
+
+def minutes(duration: str) -> float:
+    """A Prometheus duration (as the rules use them: s, m, h) in minutes."""
+    scale = {"s": 1 / 60, "m": 1, "h": 60}
+    return sum(int(n) * scale[unit] for n, unit in re.findall(r"([0-9]+)([smh])", duration))
 
 
 def render(template: str, labels: dict, value: str | None) -> str:
@@ -120,8 +127,9 @@ def tests(rules: dict, thresholds: dict, rule_file: str) -> dict:
     if missing:
         raise AssertionError("alerts without a rule test: %s" % ", ".join(missing))
     out = []
-    for name, (inputs, at, labels, value) in cases.items():
+    for name, (inputs, after, labels, value) in cases.items():
         rule = by_name[name]
+        at = "%ds" % round((minutes(rule.get("for", "0m")) + minutes(after)) * 60)
         out.append({
             "interval": "1m",
             "input_series": [{"series": s, "values": v} for s, v in inputs],
@@ -131,5 +139,5 @@ def tests(rules: dict, thresholds: dict, rule_file: str) -> dict:
             }]}],
         })
     out.append({"interval": "1m", "input_series": healthy(),
-                "alert_rule_test": [{"eval_time": "30m", "alertname": name, "exp_alerts": []} for name in by_name]})
+                "alert_rule_test": [{"eval_time": "50m", "alertname": name, "exp_alerts": []} for name in by_name]})
     return {"rule_files": [rule_file], "evaluation_interval": "1m", "tests": out}
