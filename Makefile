@@ -43,12 +43,10 @@ lint: $(VENV)/.installed
 unit: $(VENV)/.installed
 	$(BIN)/pytest tests
 
+# serve (a whole fleet and its rollouts) beside the other scenarios, which run one after
+# another; MOLECULE_JOBS=1 runs every scenario one after another.
 molecule: $(VENV)/.installed
-	@set -e; for s in $(SCENARIOS); do \
-	  start=$$(date +%s); \
-	  $(BIN)/molecule test -s $$s; \
-	  echo "molecule scenario $$s: $$(( $$(date +%s) - start ))s"; \
-	done
+	$(BIN)/python tools/molecule_all.py $(SCENARIOS)
 
 clean: demo-down
 	rm -rf $(VENV)

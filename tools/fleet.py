@@ -178,8 +178,13 @@ def parse_hosts(spec: str, default_release: str) -> list[tuple[str, str]]:
 
 
 def ensure_network() -> None:
-    if run("docker", "network", "inspect", NETWORK, check=False, capture=True).returncode != 0:
-        run("docker", "network", "create", NETWORK, capture=True)
+    def exists() -> bool:
+        return run("docker", "network", "inspect", NETWORK, check=False, capture=True).returncode == 0
+
+    # Two scenarios may boot at once (tools/molecule_all.py): the other may create it first.
+    if not exists() and run("docker", "network", "create", NETWORK, check=False, capture=True).returncode != 0 \
+            and not exists():
+        raise SystemExit("fleet: could not create the docker network %s" % NETWORK)
 
 
 def up(fleet: str, hosts: list[tuple[str, str]]) -> None:
