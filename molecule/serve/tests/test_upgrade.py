@@ -137,7 +137,7 @@ def test_a_restart_lets_the_running_streams_finish(host):
     and KillMode=mixed let every one finish before the engine stops."""
     node1 = other(host, "node1")
     run = subprocess.run(["docker", "exec", container(node1), VENV, "-c", RESTART_UNDER_STREAMS,
-                          "http://%s:8000" % address(node1), ENGINE_KEY, MODEL, "24", "900"],
+                          "http://%s:8000" % address(node1), ENGINE_KEY, MODEL, "24", "300"],
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
