@@ -15,13 +15,13 @@ import os
 import re
 import urllib.error
 
+from ansible.module_utils.gateway import WILDCARDS
 from ansible.module_utils.hf_snapshot import bad_files
 from ansible.module_utils.vllm_probe import request
 
 # Journal lines that explain a start that failed for memory (vLLM's own messages).
 OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|larger than the available KV cache memory|"
                  r"No available memory for the cache blocks|larger than the maximum number of tokens")
-WILDCARDS = ("0.0.0.0", "::", "")
 
 
 def instance_url(args: dict, port: int) -> str:
