@@ -9,6 +9,7 @@ vLLM's own start-up figures beside the planner's, and `vllm bench serve` against
   gpu_rehearsal.py plot --out DIR                  # serving.json + serving.png (matplotlib)
   gpu_rehearsal.py table --out DIR                 # calibration.md: the planner vs every fixture
   gpu_rehearsal.py repeats --out DIR               # repeats.md: DIR/rep*/ bench runs, start-to-start spread
+  gpu_rehearsal.py tune --out DIR [--budget-seconds S]  # the SLO search (module_utils/tuning.py): tune.json
 
 Each bench start gets a fresh cache folder laid out as vllm@.service lays it out (HOME,
 XDG_CACHE_HOME, VLLM_CACHE_ROOT, TRITON_CACHE_DIR), so its start-up is a cold one;
@@ -37,7 +38,7 @@ import ansible.module_utils
 ROOT = Path(__file__).resolve().parent.parent
 # `ansible.module_utils.<name>` finds the project's module_utils/<name>.py, as in Ansible.
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
-from ansible.module_utils import gpu_facts  # noqa: E402
+from ansible.module_utils import gpu_facts, tuning  # noqa: E402
 from ansible.module_utils.vllm_config import check_with_vllm, render  # noqa: E402
 from ansible.module_utils.vllm_log import parse_startup_log, replay  # noqa: E402
 from ansible.module_utils.vllm_planner import plan  # noqa: E402
@@ -316,6 +317,67 @@ def bench(args) -> None:
     print(json.dumps({k: v for k, v in summary.items() if k != "points"}), flush=True)
 
 
+def tune(args) -> None:
+    """The SLO search of playbooks/tune.yml on this GPU: the planner's candidates and vLLM's
+    defaults, each climbed level by level until the SLO breaks, within a budget, on one
+    shared cache folder (only the first start is cold); tune.json after every start."""
+    model_name = "gemma-4-31B-it-FP8-block"
+    model = model_dir(model_name, args.models)
+    config = json.loads((MODELS / f"{model_name}.json").read_text())
+    config.pop("_comment", None)
+    hardware = gpus()
+    slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
+    workload = {"input_len": 1024, "output_len": 256, "target_concurrency": args.target}
+    computed = plan(config, hardware, max_model_len=args.max_model_len)
+
+    def replan(kv, vllm_args, length):
+        extra = {k: v for k, v in vllm_args.items() if k in ("max-num-batched-tokens", "max-num-seqs")}
+        return plan(config, hardware, max_model_len=length, kv_cache_dtype=kv, vllm_args=extra)
+
+    fp8 = all(float(g["compute_capability"] or 0) >= 8.9 for g in hardware)
+    cands, pruned = tuning.candidates(computed, replan, workload, args.levels, fp8)
+    pruned += [dict(c, why="left out of this run (--skip): " + c["why"]) for c in cands if c["name"] in args.skip]
+    cands = [c for c in cands if c["name"] not in args.skip]
+    base = {"model": str(model), "served-model-name": "gemma", "port": PORT, "host": "127.0.0.1",
+            "load-format": "dummy"}
+    cache, count = args.cache or args.out / "cache", [0]
+    result = {"slo": slo, "workload": workload, "gpus": hardware, "candidates": cands, "pruned": pruned,
+              "starts": []}
+
+    def start_one(cand):
+        count[0] += 1
+        settings = dict(base, **(cand["settings"] or {}))
+        return start(settings, args.out, "tune-%02d-%s" % (count[0], cand["name"]), cache)
+
+    def measure(server, concurrency):
+        name = "tune-%02d-c%d.json" % (count[0], concurrency)
+        vllm = shutil.which("vllm") or str(Path(sys.executable).parent / "vllm")
+        with (args.out / f"{name}.txt").open("w") as log:
+            subprocess.run([vllm, "bench", "serve", "--base-url", f"http://127.0.0.1:{PORT}",
+                            "--model", "gemma", "--tokenizer", str(model), "--dataset-name", "random",
+                            "--random-input-len", "1024", "--random-output-len", "256", "--ignore-eos",
+                            "--max-concurrency", str(concurrency), "--num-prompts", str(2 * concurrency),
+                            "--seed", str(concurrency), "--num-warmups", str(concurrency),
+                            "--goodput", "ttft:%g" % (slo["ttft_p99_s"] * 1000), "tpot:%g" % slo["tpot_mean_ms"],
+                            "--percentile-metrics", "ttft,tpot,itl,e2el",
+                            "--save-result", "--result-dir", str(args.out), "--result-filename", name],
+                           check=True, stdout=log, stderr=subprocess.STDOUT)
+        point = json.loads((args.out / name).read_text())
+        return {key: point.get(key) for key in POINT_KEYS + ("request_goodput",)}
+
+    def log(line, starts):
+        result["starts"] = starts
+        (args.out / "tune.json").write_text(json.dumps(result, indent=1))
+        print(line, flush=True)
+
+    result["starts"] = tuning.search(cands, args.levels, slo, start_one, measure, lambda server: server.stop(),
+                                     budget_starts=args.budget_starts, budget_seconds=args.budget_seconds,
+                                     log=log)
+    result["summary"] = tuning.summarize(cands, result["starts"], slo, args.target)
+    (args.out / "tune.json").write_text(json.dumps(result, indent=1))
+    print("\n".join(tuning.table(result["summary"])), flush=True)
+
+
 def roofline(args) -> None:
     """Concurrency-1 decode against the HBM bound: weights read once per generated token."""
     bandwidth = copy_bandwidth()
@@ -391,7 +453,7 @@ def repeats(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table", "repeats"])
+    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table", "repeats", "tune"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--models", type=Path, default=Path("/tmp/gpu-rehearsal-models"))
     parser.add_argument("--eager", action="store_true", help="calibrate with --enforce-eager")
@@ -407,10 +469,18 @@ def main() -> None:
                         help="the planned configuration's KV cache (preflight_kv_cache_dtype)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
     parser.add_argument("--min-prompts", type=int, default=8)
+    parser.add_argument("--levels", type=int, nargs="+", default=[16, 24, 32, 40, 48, 56, 64, 96, 128],
+                        help="tune: the concurrency levels the climb goes through")
+    parser.add_argument("--ttft-p99-s", type=float, default=2.0)
+    parser.add_argument("--tpot-mean-ms", type=float, default=50.0)
+    parser.add_argument("--target", type=int, default=32, help="tune: the operator's target concurrency")
+    parser.add_argument("--budget-starts", type=int, default=6)
+    parser.add_argument("--skip", nargs="*", default=[], help="tune: candidates left out of this run")
+    parser.add_argument("--budget-seconds", type=float, default=1200)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     {"calibrate": calibrate, "bench": bench, "roofline": roofline, "plot": plot,
-     "table": table, "repeats": repeats}[args.mode](args)
+     "table": table, "repeats": repeats, "tune": tune}[args.mode](args)
 
 
 if __name__ == "__main__":

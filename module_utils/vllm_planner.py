@@ -322,6 +322,17 @@ def _check_tp(tp, shape: Shape, gpus: list) -> None:
                             "divide the other" % (tp, heads))
 
 
+def operator_batch(vllm_args: dict | None, batched: int, max_seqs: int) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs): the release's defaults unless the operator's
+    flags (or a tuned plan) set them; they size the activations and the sliding-window KV."""
+    given = {flag_name(key): value for key, value in (vllm_args or {}).items()}
+    try:
+        return (int(given.get("max-num-batched-tokens", batched)), int(given.get("max-num-seqs", max_seqs)))
+    except (TypeError, ValueError):
+        raise PlanError("vllm_args: max-num-batched-tokens %r / max-num-seqs %r are not whole numbers"
+                        % (given.get("max-num-batched-tokens"), given.get("max-num-seqs"))) from None
+
+
 def divisors(heads: int, limit: int) -> list[int]:
     return [d for d in range(1, max(limit, 1) + 1) if heads % d == 0]
 
@@ -403,7 +414,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
             raise PlanError("cpu_kv_cache_bytes: the cpu engine needs the KV cache size "
                             "(VLLM_CPU_KVCACHE_SPACE) to plan")
         gpus, tp, available = [], 1, int(cpu_kv_cache_bytes)
-        batched, max_seqs = batch_defaults(None)
+        batched, max_seqs = operator_batch(vllm_args, *batch_defaults(None))
         budget = non_kv = 0
         quant = {"mode": shape.dtype, "quantization_flag": quantization}
     else:
@@ -415,7 +426,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
             warnings.append("mixed accelerators (%s): planned with the smallest memory"
                             % ", ".join(sorted(names)))
         smallest = min(gpus, key=lambda g: g["memory_total_bytes"])
-        batched, max_seqs = batch_defaults(smallest)
+        batched, max_seqs = operator_batch(vllm_args, *batch_defaults(smallest))
         budget = int(smallest["memory_total_bytes"] * float(gpu_memory_utilization))
         compile_share = 0.0
         if engine == "cuda":
