@@ -126,6 +126,27 @@ options:
     description: The slowest decode step C(auto) plans the graceful stop with, in seconds per token.
     type: float
     default: 0.05
+  slo:
+    description:
+      - The latency objective, C(ttft_p99_s) (seconds) and C(tpot_mean_ms) (milliseconds); empty for none.
+        With it the plan carries C(tuning) (tuned or computed, and the candidates C(playbooks/tune.yml)
+        measures).
+    type: dict
+    default: {}
+  workload:
+    description: The workload shape the SLO is for, C(input_len), C(output_len), C(target_concurrency).
+    type: dict
+    default: {}
+  tuned:
+    description:
+      - The tuned-settings records by hardware profile (C(roles/preflight/files/tuned/*.json)); a record
+        that matches the profile, SLO and workload and beat vLLM's defaults joins its settings to the flags.
+    type: dict
+    default: {}
+  model_name:
+    description: The model's name in the hardware profile (catalogue entry or C(org/name)).
+    type: str
+    default: ""
   load_format:
     description: C(auto) serves the weights; C(dummy) random weights (a capacity rehearsal).
     type: str
@@ -196,7 +217,7 @@ from ansible.module_utils.vllm_planner import PlanError, plan
 PARAMETERS = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
               "nvlink_fully_connected", "weight_bytes", "block_size", "engine",
               "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env", "engine_version",
-              "decode_seconds_per_token")
+              "decode_seconds_per_token", "slo", "workload", "tuned", "model_name")
 SERVING = ("port", "bind_address", "served_model_name", "load_format", "sse_keep_alive_interval")
 
 
@@ -235,6 +256,10 @@ def main():
             sse_keep_alive_interval=dict(type="int", default=0),
             shutdown_timeout=dict(type="raw", default="auto"),
             decode_seconds_per_token=dict(type="float", default=0.05),
+            slo=dict(type="dict", default={}),
+            workload=dict(type="dict", default={}),
+            tuned=dict(type="dict", default={}),
+            model_name=dict(type="str", default=""),
             variable_prefix=dict(type="str", default=""),
             variable_names=dict(type="dict", default={}),
         ),

@@ -70,9 +70,15 @@ def check_workload(workload, variable: str = "vllm_fleet_workload") -> list:
 
 
 def profile(gpu_name: str, gpu_count: int, model: str, vllm_version: str) -> str:
-    """The hardware profile a tuned record belongs to: GPU model and count, the model, vLLM."""
+    """The hardware profile a tuned record belongs to: GPU model and count, the model (its
+    name without the organisation, so a catalogue entry and its repository agree), vLLM."""
     slug = re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
-    return "%s-x%d/%s/vllm-%s" % (slug, gpu_count, model, vllm_version)
+    return "%s-x%d/%s/vllm-%s" % (slug, gpu_count, model.rsplit("/", 1)[-1], vllm_version)
+
+
+def record_file(profile_name: str) -> str:
+    """The file name of a profile's record in roles/preflight/files/tuned/."""
+    return profile_name.replace("/", "--") + ".json"
 
 
 def meets(point: dict, slo: dict) -> bool:
@@ -80,6 +86,11 @@ def meets(point: dict, slo: dict) -> bool:
     return (bool(point.get("completed")) and not point.get("failed")
             and point["p99_ttft_ms"] <= slo["ttft_p99_s"] * 1000.0
             and point["mean_tpot_ms"] <= slo["tpot_mean_ms"])
+
+
+def levels(target: int) -> list:
+    """The climb's concurrency levels for a target load: half of it up to four times it."""
+    return sorted({max(1, round(target * f)) for f in (0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4)})
 
 
 def next_power_of_two(value: int) -> int:
@@ -243,7 +254,10 @@ def summarize(cands: list, starts: list, slo: dict, target: int) -> dict:
                              if len(outputs) > 1 else None,
             "goodput_at_target": mean(at_target, "request_goodput"),
         }
-    return {"slo": slo, "target_concurrency": target, "configurations": rows, **choose(rows)}
+    top = max((p["concurrency"] for s in starts for p in s.get("points", [])), default=0)
+    held = [name for name, row in rows.items() if row["capacity"] == top]
+    return {"slo": slo, "target_concurrency": target, "configurations": rows, "top_level": top,
+            "held_at_top": held, **choose(rows)}
 
 
 def choose(rows: dict) -> dict:
@@ -280,6 +294,9 @@ def table(summary: dict) -> list:
             ", ".join("%.0f" % s for s in row["start_to_healthy_s"])))
     rows.append("verdict: %s (%s); ratio to the defaults' capacity: %s" % (summary["verdict"], summary["why"],
                                                                           summary["ratio"]))
+    if summary.get("held_at_top"):
+        rows.append("the SLO held at the top level (%d) for %s: their capacity is at least that; climb higher "
+                    "(tune_levels) to tell them apart" % (summary["top_level"], ", ".join(summary["held_at_top"])))
     return rows
 
 

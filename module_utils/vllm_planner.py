@@ -62,6 +62,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ansible.module_utils import tuning
 from ansible.module_utils.fp8 import how_vllm_runs, parse_cc
 from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
 from ansible.module_utils.vllm_versions import (CALIBRATION, K_EQ_V_KV_FACTOR, UnknownRelease, batch_defaults,
@@ -363,7 +364,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
          cpu_kv_cache_bytes: int | None = None, quantization: str | None = None,
          vllm_args: dict | None = None, vllm_env: dict | None = None,
          engine_version: str = "", serving: dict | None = None, shutdown_timeout="auto",
-         decode_seconds_per_token: float = 0.05) -> dict:
+         decode_seconds_per_token: float = 0.05, slo: dict | None = None, workload: dict | None = None,
+         tuned: dict | None = None, model_name: str = "") -> dict:
     """Plan one host.  Raises PlanError naming the parameter when it cannot work.
 
     ``vllm_args``/``vllm_env`` are the operator's extra flags and environment; they
@@ -373,7 +375,14 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     run (empty: the version table's default); the calibration warning compares its vLLM
     with the one the factors were measured on.  ``serving`` holds what ``instances()``
     takes besides the plan.  ``shutdown_timeout``: see ``graceful_stop()``.
+
+    ``slo``/``workload``: the operator's latency objective and workload shape (checked);
+    with them the plan carries ``tuning``: whether it is tuned (a measured record of
+    ``tuned`` for this hardware profile, model, vLLM, SLO and workload, whose settings
+    join the flags under the operator's own) or only computed, and the candidates
+    playbooks/tune.yml measures (``module_utils/tuning.py``).
     """
+    given = dict(locals())
     problems, warnings = check_operator_args(vllm_args, vllm_env)
     if problems:
         raise PlanError("; ".join("%s[%r]: %s" % ("vllm_env" if key in (vllm_env or {}) else
@@ -398,6 +407,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
                         % gpu_memory_utilization)
     shape = model_shape(model_config)
     gpus = expand_gpus(gpus, engine) if engine != "cpu" else []
+    tuned_state, vllm_args = _tuning(slo, workload, tuned, gpus, engine, model_name, vllm_version, vllm_args)
     block = block_size or DEFAULT_BLOCK_SIZE[engine]
     if block_size is not None and (block_size < 1 or (engine == "cuda" and block_size % 16)):
         raise PlanError("block_size=%d: the CUDA attention backends take multiples of 16 "
@@ -507,7 +517,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     if engine == "cpu":
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(max(1, int(cpu_kv_cache_bytes) // GiB)))
     device_groups = [list(range(i * tp, (i + 1) * tp)) for i in range(replicas)] if gpus else [[]]
-    return {
+    result = {
         "engine": engine,
         "engine_version": engine_version,
         "vllm_version": vllm_version,
@@ -534,7 +544,37 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         "vllm_args": args,
         "vllm_env": env,
         "warnings": warnings,
+        "tuning": tuned_state,
     }
+    if slo:
+        tuned_state.update(zip(("candidates", "pruned"), _candidates(result, given, shape, gpus)))
+    return result
+
+
+def _tuning(slo, workload, tuned, gpus, engine, model_name, vllm_version, vllm_args) -> tuple:
+    """(what the plan says about tuning, the flags with a tuned record's settings under the
+    operator's own)."""
+    if not slo:
+        return tuning.pick({}, "", None, None), vllm_args
+    problems = tuning.check_slo(slo) + tuning.check_workload(workload)
+    if problems:
+        raise PlanError("; ".join(problems))
+    name = tuning.profile(gpus[0]["name"] if gpus else engine, len(gpus) or 1, model_name, vllm_version)
+    picked = dict(tuning.pick(tuned or {}, name, slo, workload), profile=name, slo=slo, workload=workload,
+                  levels=tuning.levels(workload["target_concurrency"]))
+    return picked, dict(picked["settings"], **(vllm_args or {}))
+
+
+def _candidates(computed: dict, given: dict, shape: Shape, gpus: list) -> tuple:
+    """tuning.candidates() on this plan, each sized by planning again with its settings."""
+    def replan(kv_cache_dtype, vllm_args, length):
+        batch = {key: value for key, value in vllm_args.items()
+                 if flag_name(key) in ("max-num-batched-tokens", "max-num-seqs")}
+        return plan(**dict(given, kv_cache_dtype=kv_cache_dtype, vllm_args=batch, max_model_len=length,
+                           slo=None, serving=None))
+    fp8 = given["engine"] == "cuda" and bool(gpus) and all(
+        parse_cc(g.get("compute_capability") or "0") >= (8, 9) for g in gpus)
+    return tuning.candidates(computed, replan, given["workload"], computed["tuning"]["levels"], fp8)
 
 
 def graceful_stop(setting, max_model_len: int, decode_seconds_per_token: float, row: dict,

@@ -147,3 +147,40 @@ def test_bad_monitoring_settings_are_refused_before_any_host_changes(playbook, t
     for host, (_settings, message) in MONITORING_REFUSALS.items():
         _task, text = run.failure(host)
         assert message in text, (host, text)
+
+
+SLO_REFUSALS = {
+    "slo-seconds-as-ms": ({"vllm_fleet_slo": {"ttft_p99_s": 2000, "tpot_mean_ms": 50}},
+                          "vllm_fleet_slo.ttft_p99_s: 2000 seconds is out of range: 0.01 <= value <= 600.0 "
+                          "(it is in seconds: 2000 ms is 2)"),
+    "slo-unknown-key": ({"vllm_fleet_slo": {"ttft_p99_s": 2, "tpot_p99_ms": 50}},
+                        "vllm_fleet_slo.tpot_p99_ms: not an objective this project measures"),
+    "workload-zero": ({"vllm_fleet_slo": {"ttft_p99_s": 2, "tpot_mean_ms": 50},
+                       "vllm_fleet_workload": {"input_len": 0, "output_len": 256, "target_concurrency": 32}},
+                      "vllm_fleet_workload.input_len: 0 is not a whole number from 1 to 10000000"),
+}
+
+
+def test_an_slo_is_checked_and_the_h200_record_is_read(playbook, tmp_path):
+    """The SLO and workload are refused by name before any host changes; a declared H200 on
+    vLLM 0.25.1 gets the shipped record (a tie: the plan stays computed, and says so)."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    h200 = dict(local, vllm_fleet_engine="cuda", vllm_fleet_engine_version="0.25.1",
+                preflight_model="gemma-4-31B-it-FP8-block", preflight_max_model_len=32768,
+                vllm_fleet_slo={"ttft_p99_s": 2, "tpot_mean_ms": 50},
+                preflight_hardware={"gpus": [{"name": "NVIDIA H200", "memory_total_bytes": 150754820096,
+                                              "compute_capability": "9.0"}]})
+    cpu = dict(local, preflight_hardware={"gpus": []}, vllm_fleet_engine="cpu", preflight_model="tiny-gemma4",
+               preflight_max_model_len=1024)
+    hosts = {name: dict(cpu, **settings) for name, (settings, _m) in SLO_REFUSALS.items()}
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"inference": {"hosts": dict(hosts, h200=h200)}}}}))
+    run = playbook("preflight.yml", inventory)
+    assert run.rc != 0 and run.changed() == 0
+    for host, (_settings, message) in SLO_REFUSALS.items():
+        _task, text = run.failure(host)
+        assert message in text, (host, text)
+    tuning = report(run, "h200")["plan"]["tuning"]
+    assert tuning["state"] == "computed" and tuning["profile"] == "nvidia-h200-x1/gemma-4-31B-it-FP8-block/vllm-0.25.1"
+    assert tuning["why"].startswith("measured for this SLO, and no candidate beat vLLM's defaults")
+    assert [c["name"] for c in tuning["candidates"]] == ["defaults", "computed", "batched-16384", "batched-32768"]
