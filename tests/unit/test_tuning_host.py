@@ -1,0 +1,80 @@
+"""library/vllm_tune and its runner (module_utils/tuning_host.py) end to end against a
+STAND-IN for vLLM (tests/fixtures/standin_vllm: the server, the parser and `vllm bench
+serve` entry points the runner calls, with made-up figures).  The real engine runs the
+same search on the H200 (bench/results/h200-tune)."""
+from __future__ import annotations
+
+import json
+import socket
+import stat
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDIN = ROOT / "tests" / "fixtures" / "standin_vllm"
+SLO = {"ttft_p99_s": 2.0, "tpot_mean_ms": 50.0}
+WORKLOAD = {"input_len": 64, "output_len": 16, "target_concurrency": 16}
+CANDIDATES = [{"name": "defaults", "settings": None, "why": "vLLM's"},
+              {"name": "batched-32768", "settings": {"max-num-batched-tokens": 32768, "max-num-seqs": 64},
+               "why": "budget"}]
+
+
+def standin_python(tmp_path: Path) -> str:
+    """A `python` whose vllm is the stand-in."""
+    wrapper = tmp_path / "python"
+    wrapper.write_text("#!/bin/sh\nPYTHONPATH=%s exec %s \"$@\"\n" % (STANDIN, sys.executable))
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return str(wrapper)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def args(tmp_path, **extra):
+    return dict({"python": standin_python(tmp_path), "base": {"model": str(tmp_path), "served-model-name": "m",
+                                                              "load-format": "dummy"},
+                 "candidates": CANDIDATES, "levels": [8, 16, 24, 32, 40, 48], "slo": SLO, "workload": WORKLOAD,
+                 "profile": "cpu-x1/m/vllm-0.32.0", "folder": str(tmp_path / "tune"), "port": free_port(),
+                 "api_key": "secret-key-1234", "start_timeout": 30}, **extra)
+
+
+def test_the_search_runs_each_candidate_and_writes_the_record(run_module, tmp_path):
+    result = run_module("vllm_tune", args(tmp_path))
+    assert result["changed"] is True, result
+    starts = result["starts"]
+    # 60 ms per concurrent request breaks 2 s above 32 for the defaults; the 4x budget halves it.
+    assert [(s["candidate"], s["phase"], s["capacity"]) for s in starts] == [
+        ("defaults", "screen", 32), ("batched-32768", "screen", 48), ("batched-32768", "repeat", 48),
+        ("defaults", "repeat", 32)]
+    assert result["summary"]["verdict"] == "tuned" and result["summary"]["ratio"] == 1.5
+    assert result["record_file"] == "cpu-x1--m--vllm-0.32.0.json"
+    assert result["record"]["cpu-x1/m/vllm-0.32.0"]["settings"] == {"max-num-batched-tokens": 32768,
+                                                                    "max-num-seqs": 64}
+    folder = tmp_path / "tune"
+    # Each start's --config as vLLM reads it, checked by its parser first; each level's own result.
+    assert "max-num-batched-tokens: 32768" in (folder / "02-batched-32768.yaml").read_text()
+    assert json.loads((folder / "01-defaults-c40.json").read_text())["goodput"] == ["ttft:2000", "tpot:50"]
+    assert "secret-key-1234" not in json.dumps(result)
+
+
+def test_a_candidate_vllm_refuses_stops_the_search_naming_it(run_module, tmp_path):
+    bad = CANDIDATES + [{"name": "typo", "settings": {"max-num-batched-token": 1}, "why": "a typo"}]
+    result = run_module("vllm_tune", args(tmp_path, candidates=bad))
+    assert result["failed"] is True
+    assert result["msg"] == ("candidate typo: vLLM refuses its settings: ValueError: unrecognized arguments: "
+                             "max-num-batched-token")
+    assert [s["candidate"] for s in result["starts"]] == ["defaults", "batched-32768"]
+
+
+def test_check_mode_measures_nothing_and_bad_inputs_are_refused(run_module, tmp_path):
+    result = run_module("vllm_tune", args(tmp_path), check_mode=True)
+    assert result["changed"] is False and result["starts"] == []
+    assert result["msg"] == "would measure defaults, batched-32768 at [8, 16, 24, 32, 40, 48] concurrent"
+    assert not (tmp_path / "tune").exists()
+    result = run_module("vllm_tune", args(tmp_path, slo={"ttft_p99_s": 2}, candidates=CANDIDATES[1:]))
+    assert result["failed"] is True
+    assert result["msg"] == ("vllm_fleet_slo.tpot_mean_ms: None is not a number of milliseconds; candidates: the plan's "
+                             "tuning.candidates, vLLM's defaults first (is vllm_fleet_slo set?)")
