@@ -10,6 +10,7 @@ vLLM's own start-up figures beside the planner's, and `vllm bench serve` against
   gpu_rehearsal.py table --out DIR                 # calibration.md: the planner vs every fixture
   gpu_rehearsal.py repeats --out DIR               # repeats.md: DIR/rep*/ bench runs, start-to-start spread
   gpu_rehearsal.py tune --out DIR [--budget-seconds S]  # the SLO search (module_utils/tuning.py): tune.json
+  gpu_rehearsal.py tune-plot --out DIR             # DIR/tune-run*.json: every start's climb, tune.png + table
 
 Each bench start gets a fresh cache folder laid out as vllm@.service lays it out (HOME,
 XDG_CACHE_HOME, VLLM_CACHE_ROOT, TRITON_CACHE_DIR), so its start-up is a cold one;
@@ -38,7 +39,7 @@ import ansible.module_utils
 ROOT = Path(__file__).resolve().parent.parent
 # `ansible.module_utils.<name>` finds the project's module_utils/<name>.py, as in Ansible.
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
-from ansible.module_utils import gpu_facts, tuning  # noqa: E402
+from ansible.module_utils import gpu_facts, tuning, tuning_host  # noqa: E402
 from ansible.module_utils.vllm_config import check_with_vllm, render  # noqa: E402
 from ansible.module_utils.vllm_log import parse_startup_log, replay  # noqa: E402
 from ansible.module_utils.vllm_planner import plan  # noqa: E402
@@ -318,64 +319,72 @@ def bench(args) -> None:
 
 
 def tune(args) -> None:
-    """The SLO search of playbooks/tune.yml on this GPU: the planner's candidates and vLLM's
-    defaults, each climbed level by level until the SLO breaks, within a budget, on one
-    shared cache folder (only the first start is cold); tune.json after every start."""
+    """The SLO search of playbooks/tune.yml on this GPU, through the same runner
+    (module_utils/tuning_host.py) and search (module_utils/tuning.py): the planner's
+    candidates and vLLM's defaults, each climbed level by level until the SLO breaks,
+    within a budget, on one cache folder (DIR/cache: only the first start is cold);
+    tune.json after every start."""
     model_name = "gemma-4-31B-it-FP8-block"
     model = model_dir(model_name, args.models)
     config = json.loads((MODELS / f"{model_name}.json").read_text())
     config.pop("_comment", None)
-    hardware = gpus()
     slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
     workload = {"input_len": 1024, "output_len": 256, "target_concurrency": args.target}
-    computed = plan(config, hardware, max_model_len=args.max_model_len)
-
-    def replan(kv, vllm_args, length):
-        extra = {k: v for k, v in vllm_args.items() if k in ("max-num-batched-tokens", "max-num-seqs")}
-        return plan(config, hardware, max_model_len=length, kv_cache_dtype=kv, vllm_args=extra)
-
-    fp8 = all(float(g["compute_capability"] or 0) >= 8.9 for g in hardware)
-    cands, pruned = tuning.candidates(computed, replan, workload, args.levels, fp8)
+    hardware = gpus()
+    computed = plan(config, hardware, max_model_len=args.max_model_len, slo=slo, workload=workload,
+                    model_name=model_name)
+    cands, pruned = computed["tuning"]["candidates"], computed["tuning"]["pruned"]
     pruned += [dict(c, why="left out of this run (--skip): " + c["why"]) for c in cands if c["name"] in args.skip]
     cands = [c for c in cands if c["name"] not in args.skip]
-    base = {"model": str(model), "served-model-name": "gemma", "port": PORT, "host": "127.0.0.1",
-            "load-format": "dummy"}
-    cache, count = args.cache or args.out / "cache", [0]
+    levels = args.levels or computed["tuning"]["levels"]
+    runner = tuning_host.Runner(sys.executable, {"model": str(model), "served-model-name": "gemma",
+                                                 "load-format": "dummy"}, {}, str(args.out), port=PORT,
+                                user=None, api_key="", workload=workload, slo=slo, start_timeout=900)
     result = {"slo": slo, "workload": workload, "gpus": hardware, "candidates": cands, "pruned": pruned,
-              "starts": []}
-
-    def start_one(cand):
-        count[0] += 1
-        settings = dict(base, **(cand["settings"] or {}))
-        return start(settings, args.out, "tune-%02d-%s" % (count[0], cand["name"]), cache)
-
-    def measure(server, concurrency):
-        name = "tune-%02d-c%d.json" % (count[0], concurrency)
-        vllm = shutil.which("vllm") or str(Path(sys.executable).parent / "vllm")
-        with (args.out / f"{name}.txt").open("w") as log:
-            subprocess.run([vllm, "bench", "serve", "--base-url", f"http://127.0.0.1:{PORT}",
-                            "--model", "gemma", "--tokenizer", str(model), "--dataset-name", "random",
-                            "--random-input-len", "1024", "--random-output-len", "256", "--ignore-eos",
-                            "--max-concurrency", str(concurrency), "--num-prompts", str(2 * concurrency),
-                            "--seed", str(concurrency), "--num-warmups", str(concurrency),
-                            "--goodput", "ttft:%g" % (slo["ttft_p99_s"] * 1000), "tpot:%g" % slo["tpot_mean_ms"],
-                            "--percentile-metrics", "ttft,tpot,itl,e2el",
-                            "--save-result", "--result-dir", str(args.out), "--result-filename", name],
-                           check=True, stdout=log, stderr=subprocess.STDOUT)
-        point = json.loads((args.out / name).read_text())
-        return {key: point.get(key) for key in POINT_KEYS + ("request_goodput",)}
+              "levels": levels, "starts": []}
 
     def log(line, starts):
         result["starts"] = starts
         (args.out / "tune.json").write_text(json.dumps(result, indent=1))
         print(line, flush=True)
 
-    result["starts"] = tuning.search(cands, args.levels, slo, start_one, measure, lambda server: server.stop(),
+    result["starts"] = tuning.search(cands, levels, slo, runner.start, runner.measure, runner.stop,
                                      budget_starts=args.budget_starts, budget_seconds=args.budget_seconds,
                                      log=log)
     result["summary"] = tuning.summarize(cands, result["starts"], slo, args.target)
     (args.out / "tune.json").write_text(json.dumps(result, indent=1))
     print("\n".join(tuning.table(result["summary"])), flush=True)
+
+
+def tune_plot(args) -> None:
+    """tune.png: p99 TTFT and mean TPOT of every start's climb (DIR/tune-run*.json) against
+    the SLO, and the summary table over all runs (no GPU needed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    runs = [json.loads(path.read_text()) for path in sorted(args.out.glob("tune-run*.json"))]
+    slo = runs[0]["slo"]
+    cands = {c["name"]: c for run in runs for c in run["candidates"]}
+    starts = [s for run in runs for s in run["starts"]]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for number, start in enumerate((s for s in starts if "points" in s), 1):
+        xs = [p["concurrency"] for p in start["points"]]
+        name = "%s (start %d)" % (start["candidate"], number)
+        left.plot(xs, [p["p99_ttft_ms"] / 1000 for p in start["points"]], marker="o", label=name)
+        right.plot(xs, [p["mean_tpot_ms"] for p in start["points"]], marker="o", label=name)
+    left.axhline(slo["ttft_p99_s"], color="red", linestyle="--", label="SLO")
+    right.axhline(slo["tpot_mean_ms"], color="red", linestyle="--", label="SLO")
+    for axis, ylabel in ((left, "p99 time to first token (s)"), (right, "mean time per output token (ms)")):
+        axis.set_xlabel("concurrency")
+        axis.set_ylabel(ylabel)
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize=8)
+    fig.suptitle("SLO search, Gemma-4-31B FP8-block (random weights), vLLM 0.25.1, one H200: 1024 in / 256 out")
+    fig.tight_layout()
+    fig.savefig(args.out / "tune.png", dpi=110)
+    summary = tuning.summarize(list(cands.values()), starts, slo, runs[0]["workload"]["target_concurrency"])
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print("\n".join(tuning.table(summary)))
 
 
 def roofline(args) -> None:
@@ -453,7 +462,8 @@ def repeats(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table", "repeats", "tune"])
+    parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table", "repeats", "tune",
+                                         "tune-plot"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--models", type=Path, default=Path("/tmp/gpu-rehearsal-models"))
     parser.add_argument("--eager", action="store_true", help="calibrate with --enforce-eager")
@@ -469,8 +479,8 @@ def main() -> None:
                         help="the planned configuration's KV cache (preflight_kv_cache_dtype)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
     parser.add_argument("--min-prompts", type=int, default=8)
-    parser.add_argument("--levels", type=int, nargs="+", default=[16, 24, 32, 40, 48, 56, 64, 96, 128],
-                        help="tune: the concurrency levels the climb goes through")
+    parser.add_argument("--levels", type=int, nargs="+",
+                        help="tune: the concurrency levels the climb goes through (default: the plan's)")
     parser.add_argument("--ttft-p99-s", type=float, default=2.0)
     parser.add_argument("--tpot-mean-ms", type=float, default=50.0)
     parser.add_argument("--target", type=int, default=32, help="tune: the operator's target concurrency")
@@ -480,7 +490,8 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     {"calibrate": calibrate, "bench": bench, "roofline": roofline, "plot": plot,
-     "table": table, "repeats": repeats, "tune": tune}[args.mode](args)
+     "table": table, "repeats": repeats, "tune": tune,
+     "tune-plot": tune_plot}[args.mode](args)
 
 
 if __name__ == "__main__":
