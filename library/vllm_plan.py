@@ -147,6 +147,26 @@ options:
     description: The model's name in the hardware profile (catalogue entry or C(org/name)).
     type: str
     default: ""
+  pipeline_parallel_size:
+    description: Pipeline stages across the serving group's hosts, or C(auto) (one host when the model fits).
+    type: raw
+    default: auto
+  nodes:
+    description: Hosts in this host's serving group (1 serves alone).
+    type: int
+    default: 1
+  node_rank:
+    description: This host's place in its serving group (0 is the head).
+    type: int
+    default: 0
+  master_addr:
+    description: The head's address, which the workers of a plan across hosts reach.
+    type: str
+    default: ""
+  interconnect:
+    description: How the serving group's hosts are connected (C(infiniband), C(roce), C(ethernet)).
+    type: str
+    default: ""
   load_format:
     description: C(auto) serves the weights; C(dummy) random weights (a capacity rehearsal).
     type: str
@@ -217,7 +237,8 @@ from ansible.module_utils.vllm_planner import PlanError, plan
 PARAMETERS = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
               "nvlink_fully_connected", "weight_bytes", "block_size", "engine",
               "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env", "engine_version",
-              "decode_seconds_per_token", "slo", "workload", "tuned", "model_name")
+              "decode_seconds_per_token", "slo", "workload", "tuned", "model_name",
+              "nodes", "node_rank", "master_addr", "interconnect")
 SERVING = ("port", "bind_address", "served_model_name", "load_format", "sse_keep_alive_interval")
 
 
@@ -260,6 +281,11 @@ def main():
             workload=dict(type="dict", default={}),
             tuned=dict(type="dict", default={}),
             model_name=dict(type="str", default=""),
+            pipeline_parallel_size=dict(type="raw", default="auto"),
+            nodes=dict(type="int", default=1),
+            node_rank=dict(type="int", default=0),
+            master_addr=dict(type="str", default=""),
+            interconnect=dict(type="str", default=""),
             variable_prefix=dict(type="str", default=""),
             variable_names=dict(type="dict", default={}),
         ),
@@ -281,6 +307,7 @@ def main():
         kwargs["tensor_parallel_size"] = auto_or_int(params["tensor_parallel_size"],
                                                      "tensor_parallel_size")
         kwargs["shutdown_timeout"] = auto_or_int(params["shutdown_timeout"], "shutdown_timeout")
+        kwargs["pipeline_parallel_size"] = auto_or_int(params["pipeline_parallel_size"], "pipeline_parallel_size")
         result = plan(config, params["gpus"], **kwargs)
     except PlanError as exc:
         names = params["variable_names"]

@@ -334,6 +334,88 @@ def operator_batch(vllm_args: dict | None, batched: int, max_seqs: int) -> tuple
                         % (given.get("max-num-batched-tokens"), given.get("max-num-seqs"))) from None
 
 
+def pp_partition(layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage as vLLM splits them (``get_pp_indices`` in
+    vllm/distributed/utils.py): evenly, the remainder to the stages before the last."""
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+def stage_shape(shape: Shape, pp: int) -> Shape:
+    """The model as the pipeline stage with the most KV bytes per token holds it."""
+    if pp <= 1:
+        return shape
+    parts, start, stages = pp_partition(len(shape.layers), pp), 0, []
+    for count in parts:
+        stages.append(shape.layers[start:start + count])
+        start += count
+    heaviest = max(stages, key=lambda layers: sum(layer_kv_bytes(layer, 1, 1) for layer in layers if not layer.shared))
+    return Shape(**dict(shape.__dict__, layers=heaviest))
+
+
+def stage_weight_bytes(weights_total: int, shape: Shape, tp: int, pp: int) -> int:
+    """Weight bytes per GPU: a stage holds its share of the layers (the largest stage;
+    the embeddings are counted as spread like the layers), split over TP."""
+    layers = len(shape.layers)
+    return cdiv(weights_total * max(pp_partition(layers, pp)), layers * tp) if pp > 1 else cdiv(weights_total, tp)
+
+
+def _check_pp(pp, shape: Shape, nodes: int) -> int:
+    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
+        raise PlanError("pipeline_parallel_size: %r is not a positive integer or 'auto'" % (pp,))
+    if pp > nodes:
+        raise PlanError("pipeline_parallel_size=%d: the serving group has %d host(s); one pipeline stage "
+                        "per host" % (pp, nodes))
+    if pp > len(shape.layers):
+        raise PlanError("pipeline_parallel_size=%d exceeds the model's %d layers" % (pp, len(shape.layers)))
+    return pp
+
+
+INTERCONNECTS = ("infiniband", "roce", "ethernet")
+
+
+def _check_interconnect(interconnect: str, pp: int, warnings: list) -> None:
+    """A plan across hosts sends every step's activations between them."""
+    if interconnect not in INTERCONNECTS:
+        raise PlanError("interconnect: %r; the plan spans %d hosts (pipeline parallel), which exchange "
+                        "activations every step: say how they are connected (%s)"
+                        % (interconnect, pp, ", ".join(INTERCONNECTS)))
+    if interconnect == "ethernet":
+        warnings.append("pipeline parallel over %d hosts on plain Ethernet: each step's activations cross "
+                        "TCP; RDMA (infiniband, roce) keeps the inter-stage latency low" % pp)
+
+
+def _across_nodes(fit_tp, shape: Shape, nodes: int, single: str) -> tuple[int, int]:
+    """(tp, pp): the fewest hosts of the serving group whose stages fit, tensor parallel
+    inside each (vLLM's multiprocessing backend: --nnodes/--node-rank/--master-addr)."""
+    reasons = []
+    for pp in range(2, min(nodes, len(shape.layers)) + 1):
+        try:
+            return fit_tp(pp), pp
+        except PlanError as exc:
+            reasons.append("%d hosts: %s" % (pp, exc))
+    raise PlanError("%s; nor across the serving group's %d hosts (%s)" % (single, nodes, "; ".join(reasons)))
+
+
+def _multinode(pp: int, node_rank, master_addr: str, nodes: int) -> dict:
+    """This host's part of a plan across hosts: the head (rank 0) serves the API and
+    reaches the workers through master_addr; each worker runs headless."""
+    if isinstance(node_rank, bool) or not isinstance(node_rank, int) or not 0 <= node_rank < nodes:
+        raise PlanError("node_rank: %r is not a place in the serving group of %d host(s)" % (node_rank, nodes))
+    if node_rank >= pp:
+        raise PlanError("node_rank=%d: the plan spans the first %d host(s) of the serving group; this one "
+                        "has no stage: take it out of the group" % (node_rank, pp))
+    if not master_addr:
+        raise PlanError("master_addr: empty; the workers reach the head (the serving group's first host) there")
+    flags = {"nnodes": pp, "node-rank": node_rank, "master-addr": master_addr}
+    if node_rank:
+        flags["headless"] = True
+    return {"nnodes": pp, "node_rank": node_rank, "master_addr": master_addr,
+            "role": "worker" if node_rank else "head", "flags": flags}
+
+
 def divisors(heads: int, limit: int) -> list[int]:
     return [d for d in range(1, max(limit, 1) + 1) if heads % d == 0]
 
@@ -365,7 +447,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
          vllm_args: dict | None = None, vllm_env: dict | None = None,
          engine_version: str = "", serving: dict | None = None, shutdown_timeout="auto",
          decode_seconds_per_token: float = 0.05, slo: dict | None = None, workload: dict | None = None,
-         tuned: dict | None = None, model_name: str = "") -> dict:
+         tuned: dict | None = None, model_name: str = "", pipeline_parallel_size="auto", nodes: int = 1,
+         node_rank: int = 0, master_addr: str = "", interconnect: str = "") -> dict:
     """Plan one host.  Raises PlanError naming the parameter when it cannot work.
 
     ``vllm_args``/``vllm_env`` are the operator's extra flags and environment; they
@@ -381,6 +464,12 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     ``tuned`` for this hardware profile, model, vLLM, SLO and workload, whose settings
     join the flags under the operator's own) or only computed, and the candidates
     playbooks/tune.yml measures (``module_utils/tuning.py``).
+
+    ``nodes``: the hosts of this host's serving group (1: it serves alone); the plan
+    spans several only when the model does not fit on one (``pipeline_parallel_size``
+    auto), pipeline parallel across them and tensor parallel inside each; ``node_rank``
+    is this host's place in the group (0: the head, whose ``master_addr`` the workers
+    reach), ``interconnect`` how the hosts are connected.  See ``_across_nodes()``.
     """
     given = dict(locals())
     problems, warnings = check_operator_args(vllm_args, vllm_env)
@@ -446,41 +535,57 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
                         for key, value in (vllm_args or {}).items())
             compile_share = 0.0 if eager else CALIBRATION[engine]["cold_compile_factor"]
 
-        def available_for(tp_size: int) -> int:
-            return budget - non_kv_for(tp_size)
+        def available_for(tp_size: int, pp_size: int = 1) -> int:
+            return budget - non_kv_for(tp_size, pp_size)
 
-        def non_kv_for(tp_size: int) -> int:
-            return (cdiv(weights_total, tp_size) + activation_bytes(shape, tp_size, batched, max_seqs)
-                    + NON_TORCH_BYTES + (NCCL_BYTES if tp_size > 1 else 0)
+        def weights_for(tp_size: int, pp_size: int = 1) -> int:
+            return stage_weight_bytes(weights_total, shape, tp_size, pp_size)
+
+        def non_kv_for(tp_size: int, pp_size: int = 1) -> int:
+            return (weights_for(tp_size, pp_size) + activation_bytes(shape, tp_size, batched, max_seqs)
+                    + NON_TORCH_BYTES + (NCCL_BYTES if tp_size * pp_size > 1 else 0)
                     + compile_for(tp_size))
 
         def compile_for(tp_size: int) -> int:
             return int(compile_share * forward_activation_bytes(shape, tp_size, batched))
 
+        def fit_tp(pp_size: int) -> int:
+            return _auto_tp(stage_shape(shape, pp_size), gpus, lambda t: available_for(t, pp_size), block,
+                            kv_bytes, max_model_len, batched, lambda t: weights_for(t, pp_size))
+
+        pp = 1 if pipeline_parallel_size == "auto" else _check_pp(pipeline_parallel_size, shape, nodes)
         if tensor_parallel_size == "auto":
             try:
-                tp = _auto_tp(shape, gpus, available_for, block, kv_bytes,
-                              max_model_len, batched, weights_total)
+                tp = fit_tp(pp)
             except PlanError as exc:
-                raise PlanError(str(exc) + _cold_compile_hint(compile_for(1))) from None
+                if pipeline_parallel_size != "auto" or nodes < 2:
+                    raise PlanError(str(exc) + _cold_compile_hint(compile_for(1))) from None
+                tp, pp = _across_nodes(fit_tp, shape, nodes, str(exc))
         else:
             tp = tensor_parallel_size
             _check_tp(tp, shape, gpus)
-        non_kv, compile_bytes = non_kv_for(tp), compile_for(tp)
+        if pp > 1:
+            _check_interconnect(interconnect, pp, warnings)
+        non_kv, compile_bytes = non_kv_for(tp, pp), compile_for(tp)
         available = budget - non_kv
         if available <= 0:
             raise PlanError("tensor_parallel_size=%d: the model does not fit: %.1f GiB of weights "
                             "per GPU plus %.1f GiB of activations leave no KV "
                             "cache in %.1f GiB (gpu_memory_utilization=%s of %.1f GiB)"
-                            % (tp, cdiv(weights_total, tp) / GiB,
-                               (non_kv - cdiv(weights_total, tp)) / GiB, budget / GiB,
+                            % (tp, weights_for(tp, pp) / GiB,
+                               (non_kv - weights_for(tp, pp)) / GiB, budget / GiB,
                                gpu_memory_utilization, smallest["memory_total_bytes"] / GiB)
                             + _cold_compile_hint(compile_bytes))
         if tp > 1 and not nvlink_fully_connected:
             warnings.append("tensor_parallel_size=%d over PCIe: all-reduce crosses PCIe; "
                             "see the NCCL advice of gpu_topology" % tp)
 
-    groups, group_size = kv_groups(shape, tp, block, kv_bytes)
+    if engine == "cpu":
+        pp = 1
+        if nodes > 1 or pipeline_parallel_size not in ("auto", 1):
+            raise PlanError("pipeline_parallel_size: the cpu engine serves one host alone (its all-reduce "
+                            "does not cross hosts); give each host its own plan")
+    groups, group_size = kv_groups(stage_shape(shape, pp), tp, block, kv_bytes)
     length = _resolve_max_model_len(max_model_len, shape, groups, group_size, available, batched)
     capacity = kv_capacity(groups, group_size, available, length, batched)
     if capacity["max_concurrency"] < 1:
@@ -508,11 +613,14 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         args["block-size"] = block_size
     if quant.get("quantization_flag"):
         args["quantization"] = quant["quantization_flag"]
+    if pp > 1:
+        args["pipeline-parallel-size"] = pp
     if engine == "cpu":
         args.pop("gpu-memory-utilization")
     args.update({flag_key.lstrip("-"): value for flag_key, value in (vllm_args or {}).items()})
     stop = graceful_stop(shutdown_timeout, length, decode_seconds_per_token, row, warnings)
-    replicas = max(1, len(gpus) // tp) if gpus else 1
+    replicas = 1 if pp > 1 else max(1, len(gpus) // tp) if gpus else 1
+    multinode = _multinode(pp, node_rank, master_addr, nodes) if pp > 1 else None
     env = {name: str(value) for name, value in (vllm_env or {}).items()}
     if engine == "cpu":
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(max(1, int(cpu_kv_cache_bytes) // GiB)))
@@ -522,7 +630,10 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         "engine_version": engine_version,
         "vllm_version": vllm_version,
         "calibrated_on": {"vllm": measured["vllm"], "hardware": measured["hardware"]},
-        "instances": instances(args, device_groups, len(gpus), tp, shutdown_timeout=stop, **serving),
+        "instances": instances(dict(args, **(multinode or {}).get("flags", {})), device_groups, len(gpus), tp,
+                               shutdown_timeout=stop, **serving),
+        "pipeline_parallel_size": pp,
+        "multinode": multinode,
         "shutdown_timeout": stop,
         "tensor_parallel_size": tp,
         "replicas": replicas,
@@ -530,7 +641,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         "max_model_len": length,
         "parameters": parameter_count(shape),
         "weight_bytes": weights_total,
-        "weight_bytes_per_gpu": cdiv(weights_total, tp),
+        "weight_bytes_per_gpu": stage_weight_bytes(weights_total, shape, tp, pp),
         "non_kv_bytes_per_gpu": non_kv,
         "kv_cache_bytes_per_gpu": available,
         "kv_bytes_per_token": kv_bytes_per_token(shape, kv_bytes),
@@ -717,7 +828,7 @@ def _quantization(gpus: list, shape: Shape, requested: str | None) -> dict:
 
 
 def _auto_tp(shape, gpus, available_for, block, kv_bytes, max_model_len, batched,
-             weights_total) -> int:
+             weights_for) -> int:
     """The smallest valid TP whose KV pool holds one request (more replicas beat
     wider TP for throughput on one host)."""
     reasons = []
@@ -730,7 +841,7 @@ def _auto_tp(shape, gpus, available_for, block, kv_bytes, max_model_len, batched
         available = available_for(tp)
         if available <= 0:
             reasons.append("tp=%d: %.1f GiB of weights per GPU leave no KV cache"
-                           % (tp, cdiv(weights_total, tp) / GiB))
+                           % (tp, weights_for(tp) / GiB))
             continue
         groups, group_size = kv_groups(shape, tp, block, kv_bytes)
         length = max_model_len if max_model_len != "auto" else min(shape.max_position, 8192)

@@ -184,3 +184,29 @@ def test_an_slo_is_checked_and_the_h200_record_is_read(playbook, tmp_path):
     assert tuning["state"] == "computed" and tuning["profile"] == "nvidia-h200-x1/gemma-4-31B-it-FP8-block/vllm-0.25.1"
     assert tuning["why"].startswith("measured for this SLO, and no candidate beat vLLM's defaults")
     assert [c["name"] for c in tuning["candidates"]] == ["defaults", "computed", "batched-16384", "batched-32768"]
+
+
+def test_a_serving_group_is_planned_across_its_hosts(playbook, tmp_path):
+    """Two declared hosts of one 48 GiB card each: Gemma-4-31B in BF16 spans both (pipeline
+    parallel), the head serves the API, the worker runs headless; a group without its
+    interconnect is refused by name."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+             "preflight_model": "gemma-4-31B-it", "preflight_max_model_len": 8192,
+             "preflight_hardware": {"gpus": [{"name": "NVIDIA L40S", "memory_total_bytes": 51539607552,
+                                              "compute_capability": "8.9"}]}}
+    pair = dict(local, preflight_serving_group=["l40s-a", "l40s-b"], preflight_interconnect="roce")
+    loose = dict(local, preflight_serving_group=["l40s-c", "l40s-d"])
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"inference": {"hosts": {
+        "l40s-a": dict(pair, ansible_host="10.0.0.1"), "l40s-b": pair, "l40s-c": loose, "l40s-d": loose,
+        "l40s-e": dict(local, preflight_serving_group=["l40s-a", "l40s-b"])}}}}}))
+    run = playbook("preflight.yml", inventory)
+    assert run.rc != 0 and run.changed() == 0
+    head, worker = report(run, "l40s-a")["plan"], report(run, "l40s-b")["plan"]
+    assert (head["pipeline_parallel_size"], head["tensor_parallel_size"]) == (2, 1)
+    assert head["multinode"]["role"] == "head" and worker["multinode"]["role"] == "worker"
+    assert worker["instances"][0]["args"]["master-addr"] == "10.0.0.1"
+    _task, text = run.failure("l40s-c")
+    assert "preflight_interconnect: ''; the plan spans 2 hosts (pipeline parallel)" in text
+    _task, text = run.failure("l40s-e")
+    assert 'preflight_serving_group: ["l40s-a", "l40s-b"] does not name l40s-e' in text
