@@ -210,3 +210,24 @@ def test_a_serving_group_is_planned_across_its_hosts(playbook, tmp_path):
     assert "preflight_interconnect: ''; the plan spans 2 hosts (pipeline parallel)" in text
     _task, text = run.failure("l40s-e")
     assert 'preflight_serving_group: ["l40s-a", "l40s-b"] does not name l40s-e' in text
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"tune_host": "elsewhere"}, 'tune_host: "elsewhere" is not an inference host of the inventory'),
+    ({"tune_host": "cpu-node", "vllm_fleet_slo": {}}, "vllm_fleet_slo: empty, so the plan has no candidates"),
+    ({"tune_host": "cpu-node", "tune_levels": [0, 4]}, "tune_levels: [0, 4] is not a list of whole numbers > 0"),
+    ({"tune_host": "cpu-node", "tune_take_host_out": True},
+     "vllm_fleet_min_serving: taking cpu-node out for the search leaves 0 planned instance(s)"),
+], ids=["unknown-host", "no-slo", "bad-levels", "last-host"])
+def test_tune_refuses_before_it_stops_anything(playbook, tmp_path, extra, message):
+    """playbooks/tune.yml checks its inputs and the capacity guard before any host changes."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+             "preflight_hardware": {"gpus": []}}
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"inference": {"hosts": {"cpu-node": local}}}}}))
+    run = playbook("tune.yml", inventory, dict({"vllm_fleet_engine": "cpu", "preflight_model": "tiny-gemma4",
+                                                "preflight_max_model_len": 1024,
+                                                "vllm_fleet_slo": {"ttft_p99_s": 2, "tpot_mean_ms": 50}}, **extra))
+    assert run.rc != 0 and run.changed() == 0
+    _task, text = run.failure("cpu-node")
+    assert message in text, text
