@@ -44,11 +44,9 @@ def check(retention: str, storage_path: str, thresholds: dict, ports: dict | Non
     if webhook_url and not URL.match(str(webhook_url)):
         problems.append("monitoring_alertmanager_webhook_url: %r is not an http:// or https:// URL" % webhook_url)
     for name, port in sorted((ports or {}).items()):
-        lowest = 0 if name == "dcgm" else 1
         if name != "health_path" and (isinstance(port, bool) or not isinstance(port, int)
-                                      or not lowest <= port < 65536):
-            variable = "monitoring_dcgm_exporter_port" if name == "dcgm" else "vllm_fleet_%s_exporter_port" % name
-            problems.append("%s: %r is not a port (%d-65535)" % (variable, port, lowest))
+                                      or not 1 <= port < 65536):
+            problems.append("vllm_fleet_%s_exporter_port: %r is not a port (1-65535)" % (name, port))
     if not DURATION.match(str(retention)):
         problems.append("monitoring_retention_time: %r is not a Prometheus duration such as 15d or 12h" % retention)
     if not str(storage_path).startswith("/") or "/.." in str(storage_path):
@@ -70,7 +68,7 @@ def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict
     """job -> file_sd target groups.  ``groups``: the inventory's groups; ``addresses``:
     host -> its inventory address (``ansible_host``, empty for its name); ``plans``: host ->
     its preflight plan; ``model``: the fleet's ``endpoint``, ``repo`` and ``revision``;
-    ``ports``: ``node``, ``nginx``, ``dcgm`` (0: none) and the engines' ``health_path``."""
+    ``ports``: ``node``, ``nginx``, ``dcgm``, ``npu`` and the engines' ``health_path``."""
     inference = groups.get("inference", [])
     found = upstreams(inference, [addresses.get(h) or "" for h in inference],
                       [(plans.get(h) or {}).get("instances", []) for h in inference],
@@ -90,10 +88,12 @@ def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict
         mirror = [_group(["%s/api/models/%s/revision/%s" % (model["endpoint"].rstrip("/"), model["repo"],
                                                             model.get("revision") or "main")],
                          {"mirror": model["endpoint"], "repo": model["repo"]})]
-    # dcgm-exporter on the inference hosts, where the operator runs it (port 0: not scraped).
-    dcgm = [_group(["%s:%d" % (addresses.get(h) or h, ports["dcgm"])], {"host": h})
-            for h in inference if ports.get("dcgm")]
-    return {"vllm": engines, "vllm_health": health, "node": nodes, "nginx": nginx, "mirror": mirror, "dcgm": dcgm}
+    # The accelerator exporters (role accelerator_exporter) on the hosts whose plan runs that engine.
+    def on(engine: str, port: int) -> list:
+        return [_group(["%s:%d" % (addresses.get(h) or h, port)], {"host": h})
+                for h in inference if (plans.get(h) or {}).get("engine") == engine]
+    return {"vllm": engines, "vllm_health": health, "node": nodes, "nginx": nginx, "mirror": mirror,
+            "dcgm": on("cuda", ports["dcgm"]), "npu": on("ascend", ports["npu"])}
 
 
 def mount_of(mounts: list, path: str) -> str:

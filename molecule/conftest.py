@@ -16,3 +16,15 @@ def pytest_runtest_makereport(item, call):
     journal = host.run("journalctl --no-pager -n 80 -o short-precise")
     report.sections.append(("journal of %s" % host.backend.get_hostname(),
                             journal.stdout or journal.stderr))
+
+
+@pytest.fixture
+def exporter_series():
+    """``exporter_series(host, port)`` -> the series names the host's exporter serves on
+    the fleet's exporter address (its default IPv4 address, as vllm_fleet_exporter_address)."""
+    def scrape(host, port: int) -> set:
+        address = host.ansible("setup", "gather_subset=network")["ansible_facts"]["ansible_default_ipv4"]["address"]
+        text = host.check_output("python3 -c \"import urllib.request; print(urllib.request.urlopen("
+                                 "'http://%s:%d/metrics', timeout=10).read().decode())\"" % (address, port))
+        return {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
+    return scrape

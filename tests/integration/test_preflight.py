@@ -231,3 +231,27 @@ def test_tune_refuses_before_it_stops_anything(playbook, tmp_path, extra, messag
     assert run.rc != 0 and run.changed() == 0
     _task, text = run.failure("cpu-node")
     assert message in text, text
+
+
+def test_the_accelerator_exporters_inputs_are_checked_before_any_host_changes(playbook, tmp_path):
+    """In a monitored fleet: an ascend host without the npu-exporter's URL and sha256, and a
+    cuda host whose DCGM fields leave out one the rules read, are refused by name."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    ascend = dict(local, vllm_fleet_engine="ascend", preflight_model="tiny-gemma4", preflight_max_model_len=1024,
+                  preflight_hardware={"gpus": [{"name": "Ascend910B3", "memory_total_bytes": 68719476736,
+                                                "count": 1}]})
+    cuda = dict(local, preflight_model="gemma-4-31B-it-FP8-block",
+                accelerator_exporter_dcgm_counters=[["DCGM_FI_DEV_GPU_TEMP", "gauge", "t"]],
+                preflight_hardware={"gpus": [{"name": "NVIDIA H200", "memory_total_bytes": 150754820096,
+                                              "compute_capability": "9.0"}]})
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {
+        "inference": {"hosts": {"npu-host": ascend, "gpu-host": cuda}},
+        "monitoring": {"hosts": {"watcher": local}}}}}))
+    run = playbook("preflight.yml", inventory)
+    assert run.rc != 0 and run.changed() == 0
+    _task, text = run.failure("npu-host")
+    assert "accelerator_exporter_npu_url / accelerator_exporter_npu_sha256: the npu-exporter binary" in text, text
+    _task, text = run.failure("gpu-host")
+    assert "accelerator_exporter_dcgm_counters: each entry is [DCGM_FI_name" in text, text
+    assert 'got ["DCGM_FI_DEV_GPU_TEMP"]' in text

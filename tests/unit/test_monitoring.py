@@ -18,7 +18,7 @@ DASHBOARD = ROOT / "roles" / "monitoring" / "files" / "grafana-dashboard.json"
 DEFAULTS = yaml.safe_load((ROOT / "roles" / "monitoring" / "defaults" / "main.yml").read_text())
 THRESHOLDS = {name[len("monitoring_alert_"):]: value for name, value in DEFAULTS.items()
               if name.startswith("monitoring_alert_")}
-PORTS = {"node": 9100, "nginx": 9113, "dcgm": 0, "health_path": "/health"}
+PORTS = {"node": 9100, "nginx": 9113, "dcgm": 9400, "npu": 8082, "health_path": "/health"}
 GROUPS = {"all": ["mirror", "node1", "node2"], "mirrors": ["mirror"], "gateways": ["mirror"],
           "monitoring": ["mirror"], "inference": ["node1", "node2"], "ungrouped": []}
 PLANS = {"node1": {"instances": [{"name": "main", "port": 8000, "args": {"host": "10.0.0.2"}}], "vllm_env": {}},
@@ -50,16 +50,19 @@ def test_every_instance_host_gateway_and_mirror_is_a_target():
         (["mirror:9100"], "service"), (["node1:9100"], "inference"), (["10.0.0.3:9100"], "inference")]
     assert found["nginx"] == [{"targets": ["mirror:9113"], "labels": {"host": "mirror"}}]
     assert found["mirror"][0]["targets"] == ["http://mirror:8090/api/models/demo/tiny-gemma4/revision/" + "a" * 40]
-    assert found["dcgm"] == []
-    assert fleet(ports=dict(PORTS, dcgm=9400))["targets"]["dcgm"][1] == {"targets": ["10.0.0.3:9400"],
-                                                                       "labels": {"host": "node2"}}
+    # The accelerator exporters where the plan runs that engine: none on these (engine-less) plans.
+    assert found["dcgm"] == found["npu"] == []
+    engines = dict(PLANS, node1=dict(PLANS["node1"], engine="ascend"), node2=dict(PLANS["node2"], engine="cuda"))
+    both = fleet(plans=engines)["targets"]
+    assert both["dcgm"] == [{"targets": ["10.0.0.3:9400"], "labels": {"host": "node2"}}]
+    assert both["npu"] == [{"targets": ["node1:8082"], "labels": {"host": "node1"}}]
 
 
 def test_a_host_added_to_the_inventory_is_a_target_on_the_next_run():
     groups = dict(GROUPS, inference=["node1", "node2", "node3"])
     plans = dict(PLANS, node3=PLANS["node1"])
     counts = fleet(groups=groups, plans=plans)["counts"]
-    assert counts == {"vllm": 4, "vllm_health": 4, "node": 4, "nginx": 1, "mirror": 1, "dcgm": 0}
+    assert counts == {"vllm": 4, "vllm_health": 4, "node": 4, "nginx": 1, "mirror": 1, "dcgm": 0, "npu": 0}
 
 
 def test_the_disk_alert_watches_the_filesystem_that_holds_the_model_root():
@@ -82,7 +85,7 @@ def test_the_disk_alert_watches_the_filesystem_that_holds_the_model_root():
     ({"thresholds": dict(THRESHOLDS, requests_waiting=2.5)}, "monitoring_alert_requests_waiting: 2.5 is not a whole"),
     ({"thresholds": dict(THRESHOLDS, ttft_p99_seconds="2s")}, "monitoring_alert_ttft_p99_seconds: '2s' is not seconds"),
     ({"ports": dict(PORTS, node=0)}, "vllm_fleet_node_exporter_port: 0 is not a port (1-65535)"),
-    ({"ports": dict(PORTS, dcgm=70000)}, "monitoring_dcgm_exporter_port: 70000 is not a port (0-65535)"),
+    ({"ports": dict(PORTS, dcgm=70000)}, "vllm_fleet_dcgm_exporter_port: 70000 is not a port (1-65535)"),
     ({"groups": dict(GROUPS, inference=[])}, "inference: the group is empty"),
     ({"plans": dict(PLANS, node1={"instances": [{"name": "main", "port": 8000,
                                                  "args": {"host": "10.0.0.2", "disable-log-stats": True}}]})},
@@ -139,7 +142,7 @@ def scraped(only: str = "") -> set:
 
 def used(exprs: list) -> set:
     return {name for expr in exprs
-            for name in re.findall(r"\b(?:vllm:[a-z_:]+|node_[a-z_]+|nginx_[a-z_]+|probe_[a-z_]+|DCGM_FI_[A-Z_]+)",
+            for name in re.findall(r"\b(?:vllm:[a-z_:]+|node_[a-z_]+|nginx_[a-z_]+|probe_[a-z_]+|DCGM_FI_[A-Z_]+|npu_chip_[a-z_]+)",
                                    expr)}
 
 

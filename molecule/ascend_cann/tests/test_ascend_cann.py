@@ -23,3 +23,18 @@ def test_versions_and_user(host):
 
 def test_installers_are_not_left_behind(host):
     assert not host.file("/var/cache/vllm-fleet/ascend").exists
+
+
+def test_npu_exporter_serves_what_the_rules_read(host, exporter_series):
+    """accelerator_exporter: the checked binary (a STAND-IN) under its own unit, on the fleet's
+    exporter address and port, as an unprivileged user, logging where its flags say."""
+    unit = host.service("vllm-fleet-accelerator-exporter")
+    if not unit.is_running:
+        print(host.run("journalctl -u vllm-fleet-accelerator-exporter --no-pager -n 50").stdout)
+    assert unit.is_running and unit.is_enabled
+    names = exporter_series(host, 8082)
+    assert {"npu_chip_info_health_status", "npu_chip_info_temperature", "npu_chip_info_hbm_used_memory",
+            "npu_chip_info_hbm_total_memory"} <= names
+    assert host.file("/usr/local/bin/npu-exporter").mode == 0o755
+    assert "STAND-IN listening on" in host.file("/var/log/npu-exporter/npu-exporter.log").content_string
+    assert host.process.get(comm="npu-exporter").user == "vllm-fleet-exporter"

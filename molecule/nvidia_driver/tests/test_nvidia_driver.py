@@ -28,3 +28,18 @@ def test_mirror_source_is_configured(host):
 def test_persistenced_and_fabric_manager_are_enabled(host):
     assert host.service("nvidia-persistenced").is_enabled
     assert host.service("nvidia-fabricmanager").is_enabled
+
+
+def test_dcgm_exporter_serves_the_fields_the_rules_read(host, exporter_series):
+    """accelerator_exporter: its own unit (the package's stopped), on the fleet's exporter
+    address and port, exporting the configured fields (the STAND-IN serves the file's fields)."""
+    unit = host.service("vllm-fleet-accelerator-exporter")
+    if not unit.is_running:
+        print(host.run("journalctl -u vllm-fleet-accelerator-exporter --no-pager -n 50").stdout)
+    assert unit.is_running and unit.is_enabled
+    assert not host.service("dcgm-exporter").is_running and not host.service("dcgm-exporter").is_enabled
+    names = exporter_series(host, 9400)
+    assert {"DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED"} <= names
+    csv = host.file("/etc/vllm-fleet/dcgm-exporter.csv").content_string
+    assert names == {line.split(",")[0] for line in csv.splitlines() if line and not line.startswith("#")}
+    assert host.process.get(comm="dcgm-exporter").user == "vllm-fleet-exporter"

@@ -14,6 +14,8 @@ TARGET = 'host="node1", vllm_instance="main", instance="10.0.0.2:8000"'
 ENGINE = TARGET + ', model_name="tiny-gemma4", engine="0"'
 NODE = 'host="node1", role="inference", instance="node1:9100"'
 GPU = 'host="node1", gpu="0", UUID="GPU-0", instance="node1:9400", job="dcgm"'
+NPU = 'host="node1", id="0", model_name="Ascend910B3", instance="node1:8082", job="npu"'
+NPU_LABELS = {"host": "node1", "id": "0", "model_name": "Ascend910B3", "instance": "node1:8082", "job": "npu"}
 
 
 def series(thresholds: dict) -> dict:
@@ -72,6 +74,10 @@ def series(thresholds: dict) -> dict:
         "GpuTemperatureHigh": ([('DCGM_FI_DEV_GPU_TEMP{%s}' % GPU, "%dx60" % hot)], "2m",
                                {"host": "node1", "gpu": "0", "UUID": "GPU-0", "instance": "node1:9400",
                                 "job": "dcgm"}, None),
+        "NpuUnhealthy": ([('npu_chip_info_health_status{%s}' % NPU, "1 1 0x60")], "2m", NPU_LABELS, None),
+        "NpuTemperatureHigh": ([('npu_chip_info_temperature{%s}' % NPU, "%dx60" % hot)], "2m", NPU_LABELS, None),
+        "NpuMemoryNearlyFull": ([('npu_chip_info_hbm_used_memory{%s}' % NPU, "65000x60"),
+                                 ('npu_chip_info_hbm_total_memory{%s}' % NPU, "65536x60")], "2m", NPU_LABELS, None),
         "GpuMemoryNearlyFull": ([('DCGM_FI_DEV_FB_USED{%s}' % GPU, "143000x60"),
                                  ('DCGM_FI_DEV_FB_FREE{%s}' % GPU, "700x60")], "2m",
                                 {"host": "node1", "gpu": "0", "UUID": "GPU-0", "instance": "node1:9400",
@@ -104,6 +110,10 @@ def healthy() -> list:
         {"series": 'DCGM_FI_DEV_GPU_TEMP{%s}' % GPU, "values": "60x60"},
         {"series": 'DCGM_FI_DEV_FB_USED{%s}' % GPU, "values": "130000x60"},
         {"series": 'DCGM_FI_DEV_FB_FREE{%s}' % GPU, "values": "13000x60"},
+        {"series": 'npu_chip_info_health_status{%s}' % NPU, "values": "1x60"},
+        {"series": 'npu_chip_info_temperature{%s}' % NPU, "values": "55x60"},
+        {"series": 'npu_chip_info_hbm_used_memory{%s}' % NPU, "values": "40000x60"},
+        {"series": 'npu_chip_info_hbm_total_memory{%s}' % NPU, "values": "65536x60"},
     ]
 
 
