@@ -228,18 +228,12 @@ def copy_bandwidth(gib: int = 8) -> float:
     return 2 * src.numel() * rounds / (time.perf_counter() - started)
 
 
-def cache_env(cache: Path) -> dict:
-    """The cache layout of roles/vllm_service/templates/vllm@.service.j2."""
-    return {"HOME": str(cache), "XDG_CACHE_HOME": str(cache),
-            "VLLM_CACHE_ROOT": str(cache / "vllm"), "TRITON_CACHE_DIR": str(cache / "triton")}
-
-
 def start(settings: dict, out: Path, tag: str, cache: Path, dropped: dict | None = None):
     """A healthy server and its seconds to healthy.  With ``dropped`` (the seed's command
     line), a server that dies on start-up is started again without the next of
     SEED_SUSPECTS, and the error that stopped it is recorded."""
     while True:
-        server = Server(settings, out, tag, env=cache_env(cache))
+        server = Server(settings, out, tag, env=tuning_host.cache_env(str(cache)))
         try:
             return server, round(server.wait(), 1)
         except RuntimeError:
@@ -322,7 +316,8 @@ def tune(args) -> None:
     """The SLO search of playbooks/tune.yml on this GPU, through the same runner
     (module_utils/tuning_host.py) and search (module_utils/tuning.py): the planner's
     candidates and vLLM's defaults, each climbed level by level until the SLO breaks,
-    within a budget, on one cache folder (DIR/cache: only the first start is cold);
+    within a budget, on one cache folder (--cache, default DIR/cache: only the first start
+    is cold);
     tune.json after every start."""
     model_name = "gemma-4-31B-it-FP8-block"
     model = model_dir(model_name, args.models)
@@ -339,7 +334,8 @@ def tune(args) -> None:
     levels = args.levels or computed["tuning"]["levels"]
     runner = tuning_host.Runner(sys.executable, {"model": str(model), "served-model-name": "gemma",
                                                  "load-format": "dummy"}, {}, str(args.out), port=PORT,
-                                user=None, api_key="", workload=workload, slo=slo, start_timeout=900)
+                                user=None, api_key="", workload=workload, slo=slo, start_timeout=900,
+                                cache=str(args.cache or args.out / "cache"))
     result = {"slo": slo, "workload": workload, "gpus": hardware, "candidates": cands, "pruned": pruned,
               "levels": levels, "starts": []}
 

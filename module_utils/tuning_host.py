@@ -38,13 +38,14 @@ class Runner:
     """start/measure/stop for ``tuning.search`` on this host.
 
     ``base``: the flags every candidate shares (model path, served-model-name, load-format);
-    ``env``: the plan's environment (vllm_env); ``user``: the engine user."""
+    ``env``: the plan's environment (vllm_env); ``user``: the engine user; ``cache``: the
+    cache folder every start shares (default ``folder``/cache)."""
 
     def __init__(self, python: str, base: dict, env: dict, folder: str, *, port: int, user: str | None,
-                 api_key: str, workload: dict, slo: dict, start_timeout: float):
+                 api_key: str, workload: dict, slo: dict, start_timeout: float, cache: str = ""):
         self.python, self.folder, self.port, self.user = python, folder, port, user
         self.base = dict(base, host="127.0.0.1", port=port)
-        self.env = dict(os.environ, **env, **cache_env(os.path.join(folder, "cache")))
+        self.env = dict(os.environ, **env, **cache_env(cache or os.path.join(folder, "cache")))
         if api_key:
             self.env["VLLM_API_KEY"] = api_key
         self.api_key, self.workload, self.slo, self.start_timeout = api_key, workload, slo, start_timeout
