@@ -185,3 +185,15 @@ def test_every_rule_waits_and_says_what_to_do():
             assert rule["annotations"]["summary"] and len(rule["annotations"]["runbook"]) > 60, rule["alert"]
             # a window for everything but an XID, which is an event
             assert "for" in rule or rule["alert"] == "GpuXidError", rule["alert"]
+
+
+def test_the_dcgm_fields_the_exporter_must_keep_are_the_ones_the_rules_read():
+    """roles/accelerator_exporter refuses counters without the rules' fields: its list is
+    the rules' own, and the role's default counters carry them."""
+    rules = {name for name in used(queries()["rules"]) if name.startswith("DCGM_FI_")}
+    role = ROOT / "roles" / "accelerator_exporter"
+    (check,) = [task for task in yaml.safe_load((role / "tasks" / "preflight.yml").read_text())
+                if "vllm_fleet_engine == 'cuda'" in str(task.get("when"))]
+    assert set(check["vars"]["_accelerator_exporter_rules_fields"]) == rules
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert rules <= {name for name, _kind, _help in defaults["accelerator_exporter_dcgm_counters"]}
