@@ -99,14 +99,20 @@ def test_a_bad_slo_stops_the_plan_naming_it(h200):
         h200_plan(h200, slo={"ttft_p99_s": 2, "tpot_mean_ms": 0.05})
 
 
+def recorded_starts() -> list:
+    """Every start of the H200 search, in the order of its runs (tune-run1.json ...)."""
+    return [start for path in sorted(RESULTS.glob("tune-run*.json"))
+            for start in json.loads(path.read_text())["starts"] if "points" in start]
+
+
 def recorded():
-    """(candidate -> level -> point, candidate -> seconds to healthy) of the H200 search."""
+    """(candidate -> level -> point, candidate -> seconds to healthy) of each candidate's
+    first start on the H200 (the search's screening)."""
     points, ready = {}, {}
-    for path in sorted(RESULTS.glob("tune-run*.json")):
-        for start in json.loads(path.read_text())["starts"]:
-            if "points" in start:
-                points.setdefault(start["candidate"], {}).update({p["concurrency"]: p for p in start["points"]})
-                ready[start["candidate"]] = start["start_to_healthy_s"]
+    for start in recorded_starts():
+        if start["candidate"] not in points:
+            points[start["candidate"]] = {p["concurrency"]: p for p in start["points"]}
+            ready[start["candidate"]] = start["start_to_healthy_s"]
     return points, ready
 
 
@@ -133,6 +139,22 @@ def test_the_h200_search_replayed_is_a_tie_at_32(h200):
     assert summary["verdict"] == "tie" and summary["ratio"] == 1.0
     assert summary["configurations"]["defaults"]["goodput_at_target"] == pytest.approx(4.617, abs=1e-3)
     assert tuning.record(H200_PROFILE, SLO, WORKLOAD, summary, {})[H200_PROFILE]["settings"] == {}
+
+
+def test_every_recorded_h200_start_holds_32_and_the_verdict_stays_a_tie(h200):
+    """The repeats (runs 3 and 4): two starts each of the defaults and batched-16384."""
+    starts = recorded_starts()
+    cands = [c for c in h200_plan(h200)["tuning"]["candidates"] if c["name"] in {s["candidate"] for s in starts}]
+    summary = tuning.summarize(cands, starts, SLO, 32)
+    rows = summary["configurations"]
+    assert {name: row["capacities"] for name, row in rows.items()} == {
+        "defaults": [32, 32], "batched-16384": [32, 32], "computed": [32]}
+    assert summary["verdict"] == "tie" and summary["ratio"] == 1.0
+    assert rows["defaults"]["output_spread"] < 0.01 and rows["batched-16384"]["output_spread"] < 0.01
+    # the shipped record says what these starts say
+    shipped = json.loads((ROOT / "roles" / "preflight" / "files" / "tuned" / tuning.record_file(H200_PROFILE))
+                         .read_text())[H200_PROFILE]
+    assert shipped == dict(tuning.record(H200_PROFILE, SLO, WORKLOAD, summary, shipped["measured_on"])[H200_PROFILE])
 
 
 def made_up(capacities: dict) -> dict:
