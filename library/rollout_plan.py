@@ -14,6 +14,7 @@ description:
   - When no host serves yet there is nothing to protect and every host goes at once.
   - Refuses an O(limit) that names a host or group the inventory does not have (Ansible only warns and
     changes the others).
+  - A serving group (one engine across hosts) moves as one unit, in one batch; O(serial) counts units.
   - Read-only; never reports a change.  Each message names the variable it is about.
 version_added: "0.1.0"
 author: vllm-fleet
@@ -29,9 +30,16 @@ options:
     elements: raw
     required: true
   instances:
-    description: Every inference host of the fleet (also those outside a limit) and its planned instance count.
+    description:
+      - Every inference host of the fleet (also those outside a limit) and the planned instances it serves an
+        endpoint for (a serving group's workers serve none).
     type: dict
     required: true
+  groups:
+    description: The serving groups, each the hosts of one engine across hosts, head first.
+    type: list
+    elements: list
+    default: []
   serving:
     description: The hosts that serve now.
     type: list
@@ -70,10 +78,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 serial:
-  description: What the serve play's C(serial) is.
+  description: What the serve play's C(serial) is, the size of each batch in hosts.
   returned: success
   type: list
-  sample: [1, "100%"]
+  sample: [1, 2]
 batches:
   description: The hosts of each batch.
   returned: success
@@ -103,6 +111,7 @@ def main():
             min_serving=dict(type="int", default=1),
             limit=dict(type="str", default=""),
             known=dict(type="list", elements="str", default=[]),
+            groups=dict(type="list", elements="list", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -113,7 +122,7 @@ def main():
                          % (params["limit"], ", ".join(unknown)))
     try:
         result = plan(params["hosts"], params["serial"], {h: int(n) for h, n in params["instances"].items()},
-                      params["serving"], params["min_serving"])
+                      params["serving"], params["min_serving"], [list(g) for g in params["groups"]])
     except RolloutError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

@@ -98,7 +98,9 @@ ENGINE_KEEP_ALIVE = 5
 def upstreams(hosts: list, addresses: list, instances: list, envs: list | None = None) -> list:
     """Every instance of the inference hosts' plans as the gateway reaches it: the address
     the instance is bound to, or, bound to every address, the host's inventory address;
-    and how long the engine keeps an idle connection (``envs``: the plans' ``vllm_env``)."""
+    and how long the engine keeps an idle connection (``envs``: the plans' ``vllm_env``).
+    A serving group's worker (``--headless``) serves no API: its engine answers at the
+    head, so it is no upstream (and no scrape target)."""
     found, envs = [], list(envs or [])
     envs += [{}] * (len(hosts) - len(envs))
     for host, address, planned, env in zip(hosts, addresses, instances, envs):
@@ -108,6 +110,8 @@ def upstreams(hosts: list, addresses: list, instances: list, envs: list | None =
                                "of seconds > 0" % (host, keep_alive))
         keep_alive = int(keep_alive)
         for instance in planned or []:
+            if instance["args"].get("headless"):
+                continue
             bound = str(instance["args"].get("host", ""))
             found.append({"host": host, "instance": instance["name"], "port": int(instance["port"]),
                           "address": (address or host) if bound in WILDCARDS else bound,

@@ -68,19 +68,58 @@ def unknown_limit(limit: str, known: list) -> list:
     return names
 
 
-def plan(hosts: list, serial, instances: dict, serving: list, min_serving: int) -> dict:
+def units(hosts: list, groups: list | None) -> list:
+    """The hosts as the rollout moves them: a serving group (the hosts of one engine across
+    hosts, head first) is one unit, every other host a unit of its own.  A group's hosts
+    must follow one another in ``hosts`` (Ansible's ``serial`` cuts the play's hosts in
+    their inventory order) and be all in the play or all out of it (a ``--limit`` that
+    splits a group would restart half an engine)."""
+    owner = {}
+    for group in groups or []:
+        for host in group:
+            if host in owner and owner[host] != group:
+                raise RolloutError("preflight_serving_group: %s is in two serving groups, %s and %s"
+                                   % (host, ", ".join(owner[host]), ", ".join(group)))
+            owner[host] = group
+    result, seen = [], set()
+    for index, host in enumerate(hosts):
+        group = owner.get(host)
+        if not group:
+            result.append([host])
+            continue
+        if tuple(group) in seen:
+            continue
+        seen.add(tuple(group))
+        outside = [h for h in group if h not in hosts]
+        if outside:
+            raise RolloutError("--limit: %s and %s serve one engine (preflight_serving_group); a change reaches "
+                               "the whole group or none of it: add %s to the limit or leave the group out"
+                               % (", ".join(h for h in group if h in hosts), ", ".join(outside), ", ".join(outside)))
+        if hosts[index:index + len(group)] != [h for h in hosts if h in group]:
+            between = [h for h in hosts[index:] if h not in group][:1]
+            raise RolloutError("preflight_serving_group: %s serve one engine, but the inventory lists %s between "
+                               "them: list a group's hosts one after another in the inventory group inference"
+                               % (", ".join(group), ", ".join(between)))
+        result.append([h for h in hosts if h in group])
+    return result
+
+
+def plan(hosts: list, serial, instances: dict, serving: list, min_serving: int, groups: list | None = None) -> dict:
     """The rollout of ``hosts`` (the play's inference hosts, in order).
 
     ``instances``: every inference host of the fleet (also those outside a ``--limit``)
-    with its planned instance count; ``serving``: the hosts that serve now.  A batch takes
-    all of its hosts out of rotation at once; what serves meanwhile is the instances of the
-    serving hosts outside it, which must be at least ``min_serving``.  When no host serves
-    yet there is nothing to protect: every host at once.
+    with the instances it serves an endpoint for (a serving group's workers: none);
+    ``serving``: the hosts that serve now; ``groups``: the serving groups, each moved as
+    one unit (``serial`` counts units, and the returned ``serial`` is the batches' sizes in
+    hosts).  A batch takes all of its hosts out of rotation at once; what serves meanwhile
+    is the instances of the serving hosts outside it, which must be at least
+    ``min_serving``.  When no host serves yet there is nothing to protect: every host at once.
     """
     if isinstance(min_serving, bool) or not isinstance(min_serving, int) or min_serving < 0:
         raise RolloutError("vllm_fleet_min_serving: %r is not a whole number >= 0" % (min_serving,))
+    moved = units(hosts, groups)
     try:
-        planned = batches(hosts, serial)
+        planned = [[h for unit in batch for h in unit] for batch in batches(moved, serial)]
     except RolloutError as exc:
         raise RolloutError("vllm_fleet_rollout_serial: %s" % exc) from None
     serving_now = [h for h in instances if h in serving]
@@ -98,11 +137,12 @@ def plan(hosts: list, serial, instances: dict, serving: list, min_serving: int) 
                 % (number, ", ".join(batch), total - left, total, left))
     if problems:
         hint = ("use smaller batches, e.g. vllm_fleet_rollout_serial: [1]"
-                if any(len(batch) > 1 for batch in planned) else
+                if any(len(batch) > 1 for batch in batches(moved, serial)) else
                 "even one host at a time leaves too few: add inference hosts or instances, or lower "
                 "vllm_fleet_min_serving (0 accepts that a change stops serving)")
         raise RolloutError("vllm_fleet_rollout_serial: %s; vllm_fleet_min_serving is %d: %s"
                            % ("; ".join(problems), min_serving, hint))
-    return {"serial": serial if isinstance(serial, list) else [serial], "batches": planned,
+    return {"serial": [len(batch) for batch in planned], "batches": planned,
             "serving_instances": total,
-            "reason": "%d serving instance(s); at least %d serve during each batch" % (total, min_serving)}
+            "reason": "%d serving instance(s); at least %d serve during each batch%s"
+                      % (total, min_serving, "; each serving group in one batch" if groups else "")}

@@ -3,9 +3,12 @@ tensor parallel inside each, chosen only when no single host fits (module_utils/
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from ansible.module_utils import rollout
+from ansible.module_utils.gateway import upstreams
 from ansible.module_utils.vllm_planner import PlanError, plan, pp_partition, stage_shape, model_shape
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,3 +83,52 @@ def test_layers_are_split_as_vllm_splits_them():
     assert pp_partition(10, 4) == [2, 3, 3, 2]
     shape = model_shape(BF16)
     assert len(stage_shape(shape, 7).layers) == 9 and stage_shape(shape, 1) is shape
+
+
+# One engine over two hosts in a fleet: the rollout moves the group as one unit, the
+# gateway and Prometheus reach the head alone (module_utils/rollout.py, gateway.py).
+def fleet_plans():
+    """head1+worker1 serve one engine; solo serves alone (an H200 holds the model)."""
+    return {"head1": group_plan(0), "worker1": group_plan(1),
+            "solo": plan(BF16, H200, max_model_len=8192)}
+
+
+def test_the_gateway_reaches_a_group_at_its_head_alone():
+    plans = fleet_plans()
+    hosts = list(plans)
+    found = upstreams(hosts, ["10.0.0.1", "10.0.0.2", "10.0.0.3"], [plans[h]["instances"] for h in hosts])
+    assert [(u["host"], u["address"], u["port"]) for u in found] == [("head1", "10.0.0.1", 8000),
+                                                                     ("solo", "10.0.0.3", 8000)]
+
+
+def serving_instances(plans: dict) -> dict:
+    """What vllm_service's preflight gives rollout_plan: the instances with an endpoint."""
+    return {h: len([i for i in p["instances"] if not i["args"].get("headless")]) for h, p in plans.items()}
+
+
+def test_a_group_changes_in_one_batch_and_counts_as_one_engine():
+    counts = serving_instances(fleet_plans())
+    assert counts == {"head1": 1, "worker1": 0, "solo": 1}
+    result = rollout.plan(["head1", "worker1", "solo"], [1], counts, list(counts), 1, [["head1", "worker1"]])
+    # the canary "host" is the whole group; the serve play's serial is the batches' sizes
+    assert result["batches"] == [["head1", "worker1"], ["solo"]] and result["serial"] == [2, 1]
+    assert result["serving_instances"] == 2
+    # without the group, serial 1 would restart the worker alone: half an engine
+    assert rollout.plan(["head1", "worker1", "solo"], [1], counts, list(counts), 1)["batches"][0] == ["head1"]
+
+
+@pytest.mark.parametrize("hosts, limit_hosts, says", [
+    (["head1", "solo", "worker1"], None, "preflight_serving_group: head1, worker1 serve one engine, but the "
+                                         "inventory lists solo between them"),
+    (["head1", "worker1", "solo"], ["worker1", "solo"], "--limit: worker1 and head1 serve one engine"),
+])
+def test_a_group_split_by_the_inventory_or_a_limit_is_refused(hosts, limit_hosts, says):
+    counts = {"head1": 1, "worker1": 0, "solo": 1}
+    with pytest.raises(rollout.RolloutError, match=re.escape(says)):
+        rollout.plan(limit_hosts or hosts, [1], counts, list(counts), 1, [["head1", "worker1"]])
+
+
+def test_a_group_whose_head_is_the_only_engine_needs_min_serving_zero():
+    counts = {"head1": 1, "worker1": 0}
+    with pytest.raises(rollout.RolloutError, match=r"batch 1 \(head1, worker1\) takes 1 of the 1 serving"):
+        rollout.plan(["head1", "worker1"], [1], counts, list(counts), 1, [["head1", "worker1"]])
