@@ -12,6 +12,13 @@ recipe's hash; an image is rebuilt only when its recipe changes.
     fleet.py up demo --hosts mirror,node1,node2:trixie [--release bookworm]
     fleet.py restart demo                reboot every host of the fleet
     fleet.py down demo
+
+Every host runs openssh-server and is reached over SSH as a real fleet is: ``up`` gives
+the fleet one key pair (``~/.cache/vllm-fleet/ssh/``), installs its public key for root,
+gives each host host keys of its own, and writes ``<fleet>.config`` (an ssh_config: each
+container name to its address, the key, root) and ``<fleet>.known_hosts`` (the hosts'
+real keys: strict host key checking holds).  Inventories point ssh at the config with
+``ansible_ssh_common_args: -F …``.
 """
 from __future__ import annotations
 
@@ -29,8 +36,10 @@ from pathlib import Path
 RELEASES = ("bookworm", "bullseye", "trixie")
 PACKAGES = (
     "systemd", "systemd-sysv", "python3", "sudo", "procps", "iproute2",
-    "ca-certificates", "curl", "kmod",
+    "ca-certificates", "curl", "kmod", "openssh-server",
 )
+# The fleets' key pair, and each fleet's ssh_config and known_hosts.
+SSH_DIR = Path.home() / ".cache" / "vllm-fleet" / "ssh"
 MIRROR = os.environ.get("VLLM_FLEET_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 IMAGE_REPO = "vllm-fleet/debian"
 # A user-defined bridge: containers reach each other by name (the default bridge has no DNS).
@@ -150,6 +159,9 @@ def build_image(release: str) -> None:
             release, root, MIRROR, capture=True)
         # An image without machine-id makes systemd generate one per container.
         Path(root, "etc/machine-id").write_text("")
+        # ... and without host keys, so that no two hosts share one (up() makes them).
+        for key in Path(root, "etc/ssh").glob("ssh_host_*"):
+            key.unlink()
         tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
         subprocess.run(["docker", "import",
                         "-c", 'CMD ["/lib/systemd/systemd"]',
@@ -208,6 +220,7 @@ def up(fleet: str, hosts: list[tuple[str, str]]) -> None:
         log(f"{name} started ({release})")
     for host, _release in hosts:
         wait_booted(container_name(fleet, host))
+    write_ssh(fleet, [host for host, _release in hosts])
 
 
 def wait_booted(name: str, timeout: float = 90.0) -> None:
@@ -219,6 +232,58 @@ def wait_booted(name: str, timeout: float = 90.0) -> None:
             return
         time.sleep(1)
     sys.exit(f"{name}: systemd did not finish booting within {timeout:.0f}s")
+
+
+def ssh_key() -> Path:
+    """The fleets' private key (made once, ed25519, no passphrase: a test fleet's)."""
+    key = SSH_DIR / "fleet_ed25519"
+    if not key.exists():
+        SSH_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+        run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vllm-fleet", "-f", str(key), capture=True)
+    return key
+
+
+# On each host: host keys of its own (the image has none), the fleet's key for root, sshd on.
+HOST_SSH_SETUP = r"""set -e
+test -e /etc/ssh/ssh_host_ed25519_key || ssh-keygen -A >/dev/null
+install -d -m 0700 /root/.ssh
+cat > /root/.ssh/authorized_keys
+chmod 0600 /root/.ssh/authorized_keys
+systemctl enable --now ssh >/dev/null 2>&1
+systemctl restart ssh
+cat /etc/ssh/ssh_host_ed25519_key.pub
+"""
+
+
+def ssh_files(fleet: str, hosts: dict, key: Path) -> tuple[str, str]:
+    """(ssh_config, known_hosts) for ``hosts``: container name -> (address, host key)."""
+    known = SSH_DIR / f"{fleet}.known_hosts"
+    config = ["# written by tools/fleet.py up %s" % fleet]
+    lines = []
+    for name, (ip, host_key) in sorted(hosts.items()):
+        config += ["Host %s" % name, "  HostName %s" % ip, "  HostKeyAlias %s" % name]
+        lines.append("%s %s" % (name, " ".join(host_key.split()[:2])))
+    config += ["Host *", "  User root", "  IdentityFile %s" % key, "  IdentitiesOnly yes",
+               "  UserKnownHostsFile %s" % known, "  StrictHostKeyChecking yes"]
+    return "\n".join(config) + "\n", "\n".join(lines) + "\n"
+
+
+def write_ssh(fleet: str, hosts: list[str]) -> None:
+    """Make every host of the fleet reachable over SSH and write its config and known_hosts."""
+    key = ssh_key()
+    public = key.with_suffix(".pub").read_text()
+    found = {}
+    for host in hosts:
+        name = container_name(fleet, host)
+        done = subprocess.run(["docker", "exec", "-i", name, "sh", "-c", HOST_SSH_SETUP], input=public,
+                              text=True, capture_output=True)
+        if done.returncode:
+            sys.exit(f"{name}: could not set up sshd: {done.stderr.strip()}")
+        found[name] = (address(fleet, host), done.stdout.strip().splitlines()[-1])
+    config, known = ssh_files(fleet, found, key)
+    (SSH_DIR / f"{fleet}.known_hosts").write_text(known)
+    (SSH_DIR / f"{fleet}.config").write_text(config)
+    log(f"ssh: {SSH_DIR / f'{fleet}.config'} ({len(found)} host(s))")
 
 
 def address(fleet: str, host: str) -> str:
@@ -241,6 +306,9 @@ def restart(fleet: str) -> None:
     run("docker", "restart", *ids, capture=True)
     for cid in ids:
         wait_booted(cid)
+    # a restarted container may come back on another address
+    names = run("docker", "inspect", "--format", "{{.Name}}", *ids, capture=True).stdout.split()
+    write_ssh(fleet, sorted(n.lstrip("/")[len(fleet) + 1:] for n in names))
     log(f"restarted {len(ids)} container(s) of fleet {fleet!r}")
 
 

@@ -39,3 +39,17 @@ def test_stale_pidfile_is_removed_live_one_kept(tmp_path):
     live.write_text(f"{os.getpid()}\n")
     fleet.clear_stale_pidfile(live)
     assert live.exists()
+
+
+def test_the_ssh_config_maps_each_name_to_its_address_and_checks_host_keys(tmp_path, monkeypatch):
+    monkeypatch.setattr(fleet, "SSH_DIR", tmp_path)
+    config, known = fleet.ssh_files("demo", {"demo-node1": ("172.18.0.3", "ssh-ed25519 AAAAnode1 root@demo-node1"),
+                                             "demo-mirror": ("172.18.0.2", "ssh-ed25519 AAAAmirror")},
+                                    tmp_path / "fleet_ed25519")
+    assert "Host demo-mirror\n  HostName 172.18.0.2\n  HostKeyAlias demo-mirror\n" in config
+    assert "Host demo-node1\n  HostName 172.18.0.3\n" in config
+    assert "  StrictHostKeyChecking yes\n" in config and "  UserKnownHostsFile %s/demo.known_hosts\n" % tmp_path in config
+    assert "  IdentityFile %s/fleet_ed25519\n" % tmp_path in config and "  User root\n" in config
+    # each host's own key, the comment dropped
+    assert known == "demo-mirror ssh-ed25519 AAAAmirror\ndemo-node1 ssh-ed25519 AAAAnode1\n"
+
