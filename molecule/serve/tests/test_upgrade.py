@@ -178,12 +178,19 @@ def roll_out(host, revision: str) -> tuple[int, str, float, dict]:
     return rc, output, took, load.summary()
 
 
+def slowest_tasks(output: str, count: int = 12) -> str:
+    """The head of profile_tasks' recap: where the run's time went."""
+    recap = output.split("TASKS RECAP", 1)[-1].splitlines()[3:3 + count]
+    return "\n".join(line for line in recap if line.strip())
+
+
 def test_a_new_revision_reaches_every_host_and_no_request_fails(host, revisions):
     rc, output, took, summary = roll_out(host, revisions["good"])
     report = rollout_report(output)
     print("good change: site.yml %.0fs, rc %d; requests %d sent, %d failed (%d chat, %d streams ok); %s; serving %s"
           % (took, rc, summary["sent"], summary["failed"], summary["chat_ok"], summary["stream_ok"],
              json.dumps(report), json.dumps(served(host))))
+    print("slowest tasks:\n" + slowest_tasks(output))
     assert rc == 0, output[-5000:]
     assert summary["failed"] == 0, summary["failures"]
     assert summary["chat_ok"] > 0 and summary["stream_ok"] > 0
@@ -202,6 +209,7 @@ def test_a_change_the_engine_cannot_start_is_rolled_back_on_the_canary(host, rev
     print("bad change: site.yml %.0fs, rc %d; requests %d sent, %d failed; serving %s"
           % (took, rc, summary["sent"], summary["failed"], json.dumps(served(host))))
     print("rollback message:", failed[0].split("--- journal")[0] if failed else output[-3000:])
+    print("slowest tasks:\n" + slowest_tasks(output))
     assert rc != 0 and failed, output[-5000:]
     text = failed[0]
     assert revisions["bad"] in text and "Check that the restarts succeeded" in text
