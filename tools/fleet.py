@@ -86,8 +86,9 @@ def docker_ok() -> bool:
 
 
 def ensure_tools() -> None:
-    """Install Debian's docker.io and debootstrap when they are missing."""
-    missing = [pkg for tool, pkg in (("dockerd", "docker.io"), ("debootstrap", "debootstrap"))
+    """Install Debian's docker.io, debootstrap and the SSH client when they are missing."""
+    missing = [pkg for tool, pkg in (("dockerd", "docker.io"), ("debootstrap", "debootstrap"),
+                                     ("ssh-keygen", "openssh-client"))
                if shutil.which(tool) is None]
     if missing:
         log(f"installing {' and '.join(missing)} from Debian's packages")
