@@ -245,13 +245,15 @@ def ssh_key() -> Path:
 
 
 # On each host: host keys of its own (the image has none), the fleet's key for root, sshd on.
+# (bookworm's sshd fails at boot without keys; trixie's sshd-keygen.service makes them at boot
+# and its sshd runs: start it only where it does not, after clearing the boot's failures.)
 HOST_SSH_SETUP = r"""set -e
 test -e /etc/ssh/ssh_host_ed25519_key || ssh-keygen -A >/dev/null
 install -d -m 0700 /root/.ssh
 cat > /root/.ssh/authorized_keys
 chmod 0600 /root/.ssh/authorized_keys
-systemctl enable --now ssh >/dev/null 2>&1
-systemctl restart ssh
+systemctl enable ssh 2>&1
+if ! systemctl is-active --quiet ssh; then systemctl reset-failed ssh; systemctl start ssh; fi
 cat /etc/ssh/ssh_host_ed25519_key.pub
 """
 
@@ -269,17 +271,19 @@ def ssh_files(fleet: str, hosts: dict, key: Path) -> tuple[str, str]:
     return "\n".join(config) + "\n", "\n".join(lines) + "\n"
 
 
-def write_ssh(fleet: str, hosts: list[str]) -> None:
-    """Make every host of the fleet reachable over SSH and write its config and known_hosts."""
+def write_ssh(fleet: str, hosts: list[str], setup: bool = True) -> None:
+    """Make every host of the fleet reachable over SSH (``setup``: a restarted host keeps its
+    keys) and write the fleet's config and known_hosts."""
     key = ssh_key()
     public = key.with_suffix(".pub").read_text()
+    script = HOST_SSH_SETUP if setup else "cat /etc/ssh/ssh_host_ed25519_key.pub"
     found = {}
     for host in hosts:
         name = container_name(fleet, host)
-        done = subprocess.run(["docker", "exec", "-i", name, "sh", "-c", HOST_SSH_SETUP], input=public,
+        done = subprocess.run(["docker", "exec", "-i", name, "sh", "-c", script], input=public,
                               text=True, capture_output=True)
         if done.returncode:
-            sys.exit(f"{name}: could not set up sshd: {done.stderr.strip()}")
+            sys.exit(f"{name}: could not set up sshd: {(done.stdout + done.stderr).strip()[-500:]}")
         found[name] = (address(fleet, host), done.stdout.strip().splitlines()[-1])
     config, known = ssh_files(fleet, found, key)
     (SSH_DIR / f"{fleet}.known_hosts").write_text(known)
@@ -309,7 +313,7 @@ def restart(fleet: str) -> None:
         wait_booted(cid)
     # a restarted container may come back on another address
     names = run("docker", "inspect", "--format", "{{.Name}}", *ids, capture=True).stdout.split()
-    write_ssh(fleet, sorted(n.lstrip("/")[len(fleet) + 1:] for n in names))
+    write_ssh(fleet, sorted(n.lstrip("/")[len(fleet) + 1:] for n in names), setup=False)
     log(f"restarted {len(ids)} container(s) of fleet {fleet!r}")
 
 
