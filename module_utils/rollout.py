@@ -119,9 +119,10 @@ def plan(hosts: list, serial, instances: dict, serving: list, min_serving: int, 
         raise RolloutError("vllm_fleet_min_serving: %r is not a whole number >= 0" % (min_serving,))
     moved = units(hosts, groups)
     try:
-        planned = [[h for unit in batch for h in unit] for batch in batches(moved, serial)]
+        unit_batches = batches(moved, serial)
     except RolloutError as exc:
         raise RolloutError("vllm_fleet_rollout_serial: %s" % exc) from None
+    planned = [[h for unit in batch for h in unit] for batch in unit_batches]
     serving_now = [h for h in instances if h in serving]
     if not serving_now:
         return {"serial": [max(1, len(hosts))], "batches": [list(hosts)] if hosts else [],
@@ -137,7 +138,7 @@ def plan(hosts: list, serial, instances: dict, serving: list, min_serving: int, 
                 % (number, ", ".join(batch), total - left, total, left))
     if problems:
         hint = ("use smaller batches, e.g. vllm_fleet_rollout_serial: [1]"
-                if any(len(batch) > 1 for batch in batches(moved, serial)) else
+                if any(len(batch) > 1 for batch in unit_batches) else
                 "even one host at a time leaves too few: add inference hosts or instances, or lower "
                 "vllm_fleet_min_serving (0 accepts that a change stops serving)")
         raise RolloutError("vllm_fleet_rollout_serial: %s; vllm_fleet_min_serving is %d: %s"

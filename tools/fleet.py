@@ -258,9 +258,14 @@ cat /etc/ssh/ssh_host_ed25519_key.pub
 """
 
 
+def ssh_paths(fleet: str) -> tuple[Path, Path]:
+    """Where the fleet's ssh_config and known_hosts are."""
+    return SSH_DIR / f"{fleet}.config", SSH_DIR / f"{fleet}.known_hosts"
+
+
 def ssh_files(fleet: str, hosts: dict, key: Path) -> tuple[str, str]:
     """(ssh_config, known_hosts) for ``hosts``: container name -> (address, host key)."""
-    known = SSH_DIR / f"{fleet}.known_hosts"
+    _config, known = ssh_paths(fleet)
     config = ["# written by tools/fleet.py up %s" % fleet]
     lines = []
     for name, (ip, host_key) in sorted(hosts.items()):
@@ -285,10 +290,11 @@ def write_ssh(fleet: str, hosts: list[str], setup: bool = True) -> None:
         if done.returncode:
             sys.exit(f"{name}: could not set up sshd: {(done.stdout + done.stderr).strip()[-500:]}")
         found[name] = (address(fleet, host), done.stdout.strip().splitlines()[-1])
+    config_path, known_path = ssh_paths(fleet)
     config, known = ssh_files(fleet, found, key)
-    (SSH_DIR / f"{fleet}.known_hosts").write_text(known)
-    (SSH_DIR / f"{fleet}.config").write_text(config)
-    log(f"ssh: {SSH_DIR / f'{fleet}.config'} ({len(found)} host(s))")
+    known_path.write_text(known)
+    config_path.write_text(config)
+    log(f"ssh: {config_path} ({len(found)} host(s))")
 
 
 def address(fleet: str, host: str) -> str:

@@ -52,4 +52,3 @@ def test_the_ssh_config_maps_each_name_to_its_address_and_checks_host_keys(tmp_p
     assert "  IdentityFile %s/fleet_ed25519\n" % tmp_path in config and "  User root\n" in config
     # each host's own key, the comment dropped
     assert known == "demo-mirror ssh-ed25519 AAAAmirror\ndemo-node1 ssh-ed25519 AAAAnode1\n"
-
