@@ -10,7 +10,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 RELEASES ?= bookworm bullseye trixie
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: setup docker images demo demo-down test lint unit molecule clean
+.PHONY: setup docker images demo demo-image demo-down test lint unit molecule clean
 
 # Control node: a venv with the pinned toolchain (pyproject.toml).
 $(VENV)/.installed: pyproject.toml
@@ -28,10 +28,14 @@ docker:
 images: docker
 	$(PYTHON) tools/fleet.py image $(RELEASES)
 
-# The demo boots bookworm hosts only: `fleet.py up` builds (or reuses) that one image; the
-# other releases serve the tests.
-demo: $(VENV)/.installed docker
+# The demo boots bookworm hosts only: that one image is built (or reused) beside the
+# control node's venv, which do not depend on each other; the other releases serve the tests.
+demo:
+	$(MAKE) --no-print-directory -j2 $(VENV)/.installed demo-image
 	$(BIN)/python tools/demo.py
+
+demo-image: docker
+	$(PYTHON) tools/fleet.py image bookworm
 
 demo-down:
 	$(PYTHON) tools/fleet.py down demo
