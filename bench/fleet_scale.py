@@ -42,7 +42,7 @@ import fleet  # noqa: E402
 
 FLEET = "scale"
 TAGS = "preflight,os_tuning,mirror,model"
-DEMO_VARS = ROOT / "inventories/demo/group_vars/all.yml"
+PAGE = os.sysconf("SC_PAGE_SIZE")
 # (name, environment over the project's ansible.cfg), tried on the largest fleet's no-op re-run.
 VARIANTS = [
     ("ansible.cfg as shipped", {}),
@@ -60,11 +60,8 @@ VARIANTS = [
 def write_inventory(folder: Path, hosts: list[str]) -> None:
     """The demo's settings, with this fleet's hosts and its own ssh_config."""
     config, _known = fleet.ssh_paths(FLEET)
-    settings = yaml.safe_load(DEMO_VARS.read_text())
-    settings["hf_mirror_publish"] = [{"repo": "demo/tiny-gemma4",
-                                      "src": str(ROOT / "tests/fixtures/models/tiny-gemma4")}]
     (folder / "group_vars").mkdir(parents=True, exist_ok=True)
-    (folder / "group_vars/all.yml").write_text(yaml.safe_dump(settings, sort_keys=False))
+    (folder / "group_vars/all.yml").write_text(fleet.demo_settings())
     inventory = {"all": {
         "vars": {"ansible_connection": "ansible.builtin.ssh", "ansible_user": "root",
                  "ansible_ssh_common_args": f"-F {config}"},
@@ -76,7 +73,7 @@ def write_inventory(folder: Path, hosts: list[str]) -> None:
 def tree_rss(root: int) -> int:
     """Resident bytes of a process and all its descendants."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    pages: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -84,15 +81,15 @@ def tree_rss(root: int) -> int:
             stat = Path(f"/proc/{entry}/stat").read_text()
             fields = stat[stat.rindex(")") + 2:].split()
             children.setdefault(int(fields[1]), []).append(int(entry))
-            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            pages[int(entry)] = int(fields[21])
         except (OSError, ValueError, IndexError):
             continue
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        total += pages.get(pid, 0)
         todo.extend(children.get(pid, []))
-    return total
+    return total * PAGE
 
 
 def converge(folder: Path, env: dict) -> dict:

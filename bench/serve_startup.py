@@ -26,10 +26,8 @@ FLEET = "sbench"
 
 
 def inventory(folder: Path, nodes: list[str]) -> Path:
-    group_vars = (ROOT / "inventories/demo/group_vars/all.yml").read_text()
-    group_vars = group_vars.replace("{{ inventory_dir }}/../..", str(ROOT))
     (folder / "group_vars").mkdir(parents=True)
-    (folder / "group_vars" / "all.yml").write_text(group_vars)
+    (folder / "group_vars" / "all.yml").write_text(fleet.demo_settings())
     hosts = "".join(f"        {n}:\n          ansible_host: {FLEET}-{n}\n" for n in nodes)
     (folder / "hosts.yml").write_text(
         "all:\n  vars:\n    ansible_connection: community.docker.docker\n    ansible_user: root\n"

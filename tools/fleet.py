@@ -40,6 +40,7 @@ PACKAGES = (
 )
 # The fleets' key pair, and each fleet's ssh_config and known_hosts.
 SSH_DIR = Path.home() / ".cache" / "vllm-fleet" / "ssh"
+REPO = Path(__file__).resolve().parent.parent
 MIRROR = os.environ.get("VLLM_FLEET_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 IMAGE_REPO = "vllm-fleet/debian"
 # A user-defined bridge: containers reach each other by name (the default bridge has no DNS).
@@ -295,6 +296,13 @@ def write_ssh(fleet: str, hosts: list[str], setup: bool = True) -> None:
     known_path.write_text(known)
     config_path.write_text(config)
     log(f"ssh: {config_path} ({len(found)} host(s))")
+
+
+def demo_settings() -> str:
+    """The demo inventory's group_vars/all.yml, its paths into this repository made absolute,
+    for the benches' inventories of other local fleets (the same settings, hosts of their own)."""
+    text = (REPO / "inventories/demo/group_vars/all.yml").read_text()
+    return text.replace("{{ inventory_dir }}/../..", str(REPO))
 
 
 def address(fleet: str, host: str) -> str:

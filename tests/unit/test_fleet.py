@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 import fleet
 
@@ -52,3 +55,10 @@ def test_the_ssh_config_maps_each_name_to_its_address_and_checks_host_keys(tmp_p
     assert "  IdentityFile %s/fleet_ed25519\n" % tmp_path in config and "  User root\n" in config
     # each host's own key, the comment dropped
     assert known == "demo-mirror ssh-ed25519 AAAAmirror\ndemo-node1 ssh-ed25519 AAAAnode1\n"
+
+
+def test_the_demo_settings_for_another_fleet_point_into_this_repository():
+    settings = yaml.safe_load(fleet.demo_settings())
+    assert "inventory_dir" not in fleet.demo_settings()
+    assert [Path(p["src"]).is_dir() for p in settings["hf_mirror_publish"]] == [True]
+    assert settings["vllm_fleet_model_repo"] == "demo/tiny-gemma4"
