@@ -73,6 +73,12 @@ options:
   driver:
     description: The nvidia_driver facts (C(nvidia_driver_facts)), on CUDA hosts.
     type: dict
+  firewall:
+    description:
+      - What differs between the engines' live firewall table and the fleet's rules (C(firewall_check)'s
+        C(problems)), in a fleet with a gateway; omitted where the fleet has none (not checked).
+    type: list
+    elements: str
 attributes:
   check_mode:
     support: full
@@ -143,6 +149,7 @@ def main():
             sysctl=dict(type="dict", default={}),
             disk_free_ratio=dict(type="float", default=0.1),
             driver=dict(type="dict"),
+            firewall=dict(type="list", elements="str"),
         ),
         supports_check_mode=True,
     )
@@ -164,7 +171,7 @@ def main():
     expected = dict(served_model_name=p["served_model_name"], vllm_version=p["vllm_version"], engine=p["engine"],
                     revision=p["revision"],
                     thp=p["thp"], sysctl=p["sysctl"], model_root=p["model_root"],
-                    disk_free_ratio=p["disk_free_ratio"], driver=p["driver"],
+                    disk_free_ratio=p["disk_free_ratio"], driver=p["driver"], firewall=p["firewall"],
                     tokenizer_problem=tokenizer_check(exec_python(exec_start), snapshots[0], run)
                     if snapshots and os.path.isdir(snapshots[0]) else "unknown")
     lines = verdicts(evidence, expected)

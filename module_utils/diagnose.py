@@ -226,6 +226,11 @@ def host_verdicts(evidence: dict, expected: dict) -> list:
                            "; ".join("%s is %s, os_tuning set %s" % (k, v, w) for k, (v, w) in sorted(drifted.items()))
                            or ("unreadable: %s" % ", ".join(unread) if unread else
                                "%d value(s) as os_tuning set them" % len(evidence["sysctl"]))))
+    firewall = expected.get("firewall")
+    if firewall is not None:
+        lines.append(_line("firewall", "problem" if firewall else "ok",
+                           "; ".join(firewall) + " (site.yml reloads it)" if firewall else
+                           "the live table closes the engine ports to all but the gateways and monitoring hosts"))
     disk = evidence["disk"]
     if disk is None:
         lines.append(_line("disk under the model root", "unknown", "%s does not exist" % expected["model_root"]))

@@ -171,3 +171,12 @@ def test_the_engines_python_is_read_from_its_unit():
     assert exec_python(show) == "/opt/vllm/cpu-0.32.0/bin/python"
     assert exec_python("") == ""
 
+
+
+def test_the_engines_firewall_is_a_check_only_in_a_fleet_with_a_gateway(host):
+    assert "firewall" not in diagnose(host)
+    assert diagnose(host, expected={"firewall": []})["firewall"]["verdict"] == "ok"
+    missing = diagnose(host, expected={"firewall": ["table inet vllm_fleet is not loaded: the engine ports are "
+                                                    "open to every host"]})["firewall"]
+    assert missing["verdict"] == "problem"
+    assert missing["evidence"].startswith("table inet vllm_fleet is not loaded")
