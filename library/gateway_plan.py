@@ -24,7 +24,9 @@ options:
     elements: raw
     required: true
   keys:
-    description: The clients' keys, in the same order (kept apart so that only they are hidden from logs).
+    description:
+      - The clients' keys, in the same order (kept apart so that only they are hidden from logs); each a key, a
+        list of keys, or the client's C({key}) or C({keys}) (a rotation - C([new, old])).
     type: list
     elements: raw
     required: true

@@ -51,10 +51,24 @@ def _limits(where: str, given: dict, defaults: dict, problems: list) -> dict:
     return out
 
 
+def client_keys(given) -> tuple[list, str]:
+    """A client's keys as a list, and what is wrong with how they were given.  ``given`` is
+    the key, a list of keys, or the client's ``{key, keys}``: ``key`` (one) or ``keys``
+    (several: during a rotation the new one and the old one, both admitted under the
+    client's one name and limits)."""
+    if isinstance(given, dict):
+        if "key" in given and "keys" in given:
+            return [], "has both key and keys; give key, or keys: [new, old] while it rotates"
+        given = given.get("keys", given.get("key"))
+    if isinstance(given, (list, tuple)):
+        return list(given), "" if given else "keys is empty"
+    return ([given] if given else []), ""
+
+
 def clients(given: list, keys_given: list, defaults: dict) -> tuple[list, list]:
     """(clients with their limits, problems).  ``given`` are the clients without their
-    keys, ``keys_given`` the keys in the same order (kept apart so that Ansible can hide
-    them and nothing else)."""
+    keys, ``keys_given`` the keys in the same order, each a key or a list of keys (kept
+    apart so that Ansible can hide them and nothing else)."""
     problems, result, names, keys = [], [], {}, {}
     _limits("gateway_", defaults, defaults, problems)
     if not given:
@@ -69,7 +83,7 @@ def clients(given: list, keys_given: list, defaults: dict) -> tuple[list, list]:
         label = "%s (%s)" % (where, name) if name else where
         unknown = sorted(set(client) - {"name"} - set(LIMITS))
         if unknown:
-            problems.append("%s: unknown setting(s) %s; a client has name, key, %s"
+            problems.append("%s: unknown setting(s) %s; a client has name, key (or keys), %s"
                             % (label, ", ".join(unknown), ", ".join(LIMITS)))
         if not isinstance(name, str) or not NAME.match(name):
             problems.append("%s: name %r must be 1-32 lowercase letters, digits, '_' or '-'" % (label, name))
@@ -77,15 +91,17 @@ def clients(given: list, keys_given: list, defaults: dict) -> tuple[list, list]:
             problems.append("%s: the name %s is also %s's" % (label, name, names[name]))
         else:
             names[name] = where
-        key = keys_given[index] if index < len(keys_given) else None
-        if not key:
-            problems.append("%s: has no key" % label)
-        elif not isinstance(key, str) or not KEY.match(key):
-            problems.append("%s: the key must be 16-256 characters of letters, digits and ._~+/=-" % label)
-        elif key in keys:
-            problems.append("%s: the key is also %s's; every client needs its own" % (label, keys[key]))
-        else:
-            keys[key] = where
+        own, wrong = client_keys(keys_given[index] if index < len(keys_given) else None)
+        if wrong or not own:
+            problems.append("%s: %s" % (label, wrong or "has no key"))
+        for number, key in enumerate(own):
+            which = label if len(own) == 1 else "%s: keys[%d]" % (label, number)
+            if not isinstance(key, str) or not KEY.match(key):
+                problems.append("%s: the key must be 16-256 characters of letters, digits and ._~+/=-" % which)
+            elif key in keys:
+                problems.append("%s: the key is also %s's; every client needs its own" % (which, keys[key]))
+            else:
+                keys[key] = where
         result.append(dict(name=name, **_limits(label + ".", client, defaults, problems)))
     return result, problems
 

@@ -111,3 +111,30 @@ def test_the_module_hides_the_keys_and_nothing_else(run_module):
     refused = run_module("gateway_plan", {"clients": [{"name": "alice"}, {"name": "bob"}], "keys": [KEY_A, KEY_A],
                                           "defaults": DEFAULTS, "allowed_paths": PATHS})
     assert refused["failed"] and "gateway_clients[1] (bob): the key is also" in refused["msg"]
+
+
+def test_a_rotating_client_has_two_keys_under_one_name():
+    result = plan([{"name": "alice"}, {"name": "bob"}], [{"keys": [KEY_A, "c" * 24]}, {"key": KEY_B}],
+                  DEFAULTS, PATHS, {}, UPSTREAMS)
+    assert [c["name"] for c in result["clients"]] == ["alice", "bob"]
+    assert KEY_A not in repr(result)
+
+
+@pytest.mark.parametrize("keys, message", [
+    ([{"key": KEY_A, "keys": [KEY_A]}], "gateway_clients[0] (alice): has both key and keys"),
+    ([{"keys": []}], "gateway_clients[0] (alice): keys is empty"),
+    ([{"keys": [KEY_A, 'bad"key']}], "gateway_clients[0] (alice): keys[1]: the key must be 16-256 characters"),
+    ([{"keys": [KEY_A, KEY_A]}], "gateway_clients[0] (alice): keys[1]: the key is also gateway_clients[0]'s"),
+])
+def test_bad_rotations_are_refused_by_name(keys, message):
+    with pytest.raises(GatewayError) as refused:
+        plan([{"name": "alice"}], keys, DEFAULTS, PATHS, {}, UPSTREAMS)
+    assert message in str(refused.value)
+    assert KEY_A not in str(refused.value)
+
+
+def test_another_clients_old_key_is_refused():
+    with pytest.raises(GatewayError) as refused:
+        plan([{"name": "alice"}, {"name": "bob"}], [{"keys": [KEY_A, KEY_B]}, {"key": KEY_B}],
+             DEFAULTS, PATHS, {}, UPSTREAMS)
+    assert "gateway_clients[1] (bob): the key is also gateway_clients[0]'s" in str(refused.value)

@@ -25,6 +25,7 @@ testinfra_hosts = ["ansible://mirror"]
 KEYS = {"tester": "molecule-tester-key-0123", "slow": "molecule-slow-key-012345",
         "small": "molecule-small-key-01234"}
 ENGINE_KEY = "molecule-serve-key"
+ROTATING = ["molecule-rotating-new-0123", "molecule-rotating-old-0123"]
 ALLOWED = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
 CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
 MODEL = "tiny-gemma4"
@@ -179,6 +180,21 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     assert [r for r in streams if r[0] == "failed"] == []
     # Where the streams land is nginx's choice: in two runs least connections put 4 on node1 (cut),
     # in two others all 8 on node2, so how many are cut is reported above, not asserted.
+
+
+def test_a_rotating_client_is_served_with_either_key_under_its_one_name(host, gateway):
+    """keys: [new, old] (docs/day2.md, "Rotating a client's key"): both keys are the
+    client's, a key differing from both is not."""
+    before = len(host.file("/var/log/nginx/vllm-fleet-access.log").content_string.splitlines())
+    for key in ROTATING:
+        assert raw(gateway, "/v1/models", key, "GET").status_code == 200
+    assert raw(gateway, "/v1/models", ROTATING[0][:-1] + "9", "GET").status_code == 401
+    log = host.file("/var/log/nginx/vllm-fleet-access.log").content_string
+    entries = [e for e in map(json.loads, log.splitlines()[before:]) if e["path"] == "/v1/models"]
+    assert [(e["client"], e["status"]) for e in entries] == [("rotating", 200), ("rotating", 200), ("", 401)]
+    keys = host.file("/etc/nginx/vllm-fleet-keys.conf").content_string
+    assert all(('"Bearer %s" "rotating";' % key) in keys for key in ROTATING)
+    assert not any(key in log for key in ROTATING)
 
 
 def test_the_access_log_names_clients_and_engines_and_holds_no_key(host):
