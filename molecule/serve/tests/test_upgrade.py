@@ -10,7 +10,6 @@ cannot load it) fails on the canary, which is rolled back, and the rollout stops
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,10 +21,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fleet_load import Load  # noqa: E402
-from serve_hosts import address, other  # noqa: E402
+from serve_hosts import PROJECT, address, other, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
-PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
 FIXTURE = PROJECT / "tests" / "fixtures" / "models" / "tiny-gemma4"
 REPO = "demo/tiny-gemma4"
 FIRST = "115893f75ee34252aa70c6877eb37a13cc541e38"
@@ -67,18 +65,6 @@ print(json.dumps({"started": started, "results": results, "streams_done_s": roun
 
 def container(host) -> str:
     return host.ansible.get_variables()["ansible_host"]
-
-
-def site(*args: str) -> tuple[int, str, float]:
-    """playbooks/site.yml on the scenario's fleet, as molecule's converge runs it."""
-    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
-    started = time.monotonic()
-    run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i", inventory,
-                          str(PROJECT / "playbooks" / "site.yml"), *args],
-                         cwd=PROJECT, capture_output=True, text=True,
-                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default",
-                                  ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    return run.returncode, run.stdout + run.stderr, time.monotonic() - started
 
 
 def served(host) -> dict:

@@ -1,0 +1,111 @@
+"""The engines stay closed, and serving, under what admins do to a host by hand: a flush
+of the ruleset, a restart of the distribution's nftables.service, a raw restart of an
+engine under a load through the gateway.  Each test leaves the fleet as converged."""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fleet_load import Load  # noqa: E402
+from serve_hosts import address, other, site  # noqa: E402
+
+testinfra_hosts = ["ansible://mirror"]
+CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
+KEY, MODEL = "molecule-tester-key-0123", "tiny-gemma4"
+# How a connection to an engine port ends: "open", or the exception's name.
+PROBE = ("import socket, sys\ntry:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()"
+         "\n    print('open')\nexcept OSError as e:\n    print(type(e).__name__)")
+
+
+def connect(source, target: str, port: int = 8000) -> str:
+    return source.check_output("python3 -c %s %s %d" % (shlex.quote(PROBE), target, port))
+
+
+def table_loaded(node) -> bool:
+    return node.run("nft list table inet vllm_fleet").rc == 0
+
+
+# Docker's embedded DNS (the other containers' names, the mirror's among them) is a set of
+# nat rules in the container's own ruleset: a flush takes them too, which no real host has.
+# The tests keep them aside and put them back before anything else needs a name.
+KEEP_DOCKER = ("nft list tables | grep -v 'inet vllm_fleet' | while read -r _ family name; do "
+               "nft list table \"$family\" \"$name\"; done > /root/docker-tables.nft")
+RESTORE_DOCKER = "nft -f /root/docker-tables.nft"
+
+
+def test_a_flushed_ruleset_leaves_the_engine_closed_and_the_next_run_restores_it(host):
+    """`nft flush ruleset` on node1 takes its table away: the unit's own address filter
+    (IPAddressDeny=any, IPAddressAllow= the gateways, monitoring, the host) still drops
+    node2's connection, while the gateway is served.  The next site.yml run finds the live
+    table missing, says so and reloads it (changed)."""
+    node1, node2 = other(host, "node1"), other(host, "node2")
+    target = address(node1)
+    assert connect(node2, target) == "ConnectionRefusedError"  # the table's reset
+    node1.check_output(KEEP_DOCKER)
+    node1.check_output("nft flush ruleset")
+    try:
+        assert not table_loaded(node1)
+        assert node1.service("vllm-fleet-firewall").is_running  # the loader's state says nothing
+        # no reset any more: the unit's filter drops the packets, so the connection times out
+        assert connect(node2, target) == "TimeoutError"
+        assert connect(host, target) == "open"
+    finally:
+        node1.check_output(RESTORE_DOCKER)
+    assert not table_loaded(node1)
+    rc, output, took = site("--limit", "node1")
+    print("site.yml --limit node1 after the flush: %.0fs" % took)
+    assert rc == 0, output[-3000:]
+    assert re.search(r"node1: the engines' firewall was not as written \(table inet vllm_fleet is not loaded",
+                     output), output[-3000:]
+    recap = re.search(r"^node1\s+: ok=\d+\s+changed=(\d+)", output, re.M)
+    assert recap and int(recap.group(1)) >= 1, output[-2000:]
+    assert table_loaded(node1)
+    assert connect(node2, target) == "ConnectionRefusedError"
+
+
+def test_restarting_or_stopping_nftables_keeps_the_engines_table(host):
+    """Debian's nftables.service loads /etc/nftables.conf (`flush ruleset` first) and
+    flushes the ruleset when it stops; the role's drop-in loads the table after both."""
+    node1, node2 = other(host, "node1"), other(host, "node2")
+    target = address(node1)
+    node1.check_output(KEEP_DOCKER)
+    try:
+        for action in ("restart", "stop"):
+            node1.check_output("systemctl %s nftables.service" % action)
+            assert table_loaded(node1), action
+            assert connect(node2, target) == "ConnectionRefusedError", action
+    finally:
+        node1.run("systemctl stop nftables.service")
+        # the stop flushed Docker's tables (and the table's drop-in loaded the engines' again)
+        node1.check_output("nft list tables | grep -q 'ip nat' || " + RESTORE_DOCKER)
+    assert table_loaded(node1)
+
+
+def test_a_raw_restart_of_an_engine_loses_no_request(host):
+    """`systemctl restart vllm@main` on node1 (what an admin, a reboot or a unit edit does),
+    not the rollout's drain, under a load through the gateway: while it drains, vLLM
+    answers new requests 500 ("cannot schedule new futures after shutdown"), then refuses
+    connections until it serves again.  The gateway retries both on node2 (nothing had
+    reached the client), and the graceful stop lets node1's running streams finish:
+    nothing fails."""
+    node1 = other(host, "node1")
+    restart = ["docker", "exec", node1.ansible.get_variables()["ansible_host"],
+               "systemctl", "restart", "vllm@main.service"]
+    gateway = "https://%s:443" % address(host)
+    with Load(gateway, str(CA), KEY, MODEL, clients=6, rate=3.0) as load:
+        time.sleep(5)
+        started = time.monotonic()
+        subprocess.run(restart, check=True, capture_output=True, timeout=900)
+        took = time.monotonic() - started
+        time.sleep(5)
+    summary = load.summary()
+    print("raw restart of node1's engine (%.0fs until healthy) under load: %s" % (took, summary))
+    assert node1.service("vllm@main").is_running
+    assert summary["sent"] >= 20, summary
+    assert summary["failed"] == 0, summary["failures"]
+    assert summary["stream_ok"] > 0 and summary["chat_ok"] > 0, summary
