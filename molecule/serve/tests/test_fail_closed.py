@@ -30,12 +30,23 @@ def table_loaded(node) -> bool:
     return node.run("nft list table inet vllm_fleet").rc == 0
 
 
-# Docker's embedded DNS (the other containers' names, the mirror's among them) is a set of
-# nat rules in the container's own ruleset: a flush takes them too, which no real host has.
-# The tests keep them aside and put them back before anything else needs a name.
-KEEP_DOCKER = ("nft list tables | grep -v 'inet vllm_fleet' | while read -r _ family name; do "
-               "nft list table \"$family\" \"$name\"; done > /root/docker-tables.nft")
-RESTORE_DOCKER = "nft -f /root/docker-tables.nft"
+class DockerDns:
+    """Docker's embedded DNS (the other containers' names, the mirror's among them) is a
+    nat table in the container's own ruleset, which a flush takes too (no real host has
+    it).  It is kept aside as iptables-nft wrote it (nft cannot print its DNAT targets) and
+    put back, from the control node, before anything needs a name again."""
+
+    def __init__(self, node, mirror: str):
+        self.node, self.mirror = node, mirror
+        pid = subprocess.check_output(["docker", "inspect", "-f", "{{.State.Pid}}",
+                                       node.ansible.get_variables()["ansible_host"]], text=True).strip()
+        self.netns = ["nsenter", "--target", pid, "--net"]
+        self.saved = subprocess.check_output(self.netns + ["iptables-save", "-t", "nat"])
+        assert b"DOCKER_OUTPUT" in self.saved, self.saved
+
+    def restore(self) -> None:
+        subprocess.run(self.netns + ["iptables-restore", "-T", "nat"], input=self.saved, check=True)
+        assert self.node.run("getent hosts %s" % self.mirror).rc == 0
 
 
 def test_a_flushed_ruleset_leaves_the_engine_closed_and_the_next_run_restores_it(host):
@@ -46,7 +57,7 @@ def test_a_flushed_ruleset_leaves_the_engine_closed_and_the_next_run_restores_it
     node1, node2 = other(host, "node1"), other(host, "node2")
     target = address(node1)
     assert connect(node2, target) == "ConnectionRefusedError"  # the table's reset
-    node1.check_output(KEEP_DOCKER)
+    dns = DockerDns(node1, host.ansible.get_variables()["ansible_host"])
     node1.check_output("nft flush ruleset")
     try:
         assert not table_loaded(node1)
@@ -55,7 +66,7 @@ def test_a_flushed_ruleset_leaves_the_engine_closed_and_the_next_run_restores_it
         assert connect(node2, target) == "TimeoutError"
         assert connect(host, target) == "open"
     finally:
-        node1.check_output(RESTORE_DOCKER)
+        dns.restore()
     assert not table_loaded(node1)
     rc, output, took = site("--limit", "node1")
     print("site.yml --limit node1 after the flush: %.0fs" % took)
@@ -73,7 +84,7 @@ def test_restarting_or_stopping_nftables_keeps_the_engines_table(host):
     flushes the ruleset when it stops; the role's drop-in loads the table after both."""
     node1, node2 = other(host, "node1"), other(host, "node2")
     target = address(node1)
-    node1.check_output(KEEP_DOCKER)
+    dns = DockerDns(node1, host.ansible.get_variables()["ansible_host"])
     try:
         for action in ("restart", "stop"):
             node1.check_output("systemctl %s nftables.service" % action)
@@ -81,8 +92,8 @@ def test_restarting_or_stopping_nftables_keeps_the_engines_table(host):
             assert connect(node2, target) == "ConnectionRefusedError", action
     finally:
         node1.run("systemctl stop nftables.service")
-        # the stop flushed Docker's tables (and the table's drop-in loaded the engines' again)
-        node1.check_output("nft list tables | grep -q 'ip nat' || " + RESTORE_DOCKER)
+        # the stop flushed Docker's table too (the drop-in loaded the engines' again)
+        dns.restore()
     assert table_loaded(node1)
 
 
