@@ -107,6 +107,14 @@ def clients(given: list, keys_given: list, defaults: dict) -> tuple[list, list]:
 
 
 WILDCARDS = ("0.0.0.0", "::", "")
+# A host name or an IPv4/IPv6 address, as it stands in nginx's `server` and Prometheus's
+# targets: nothing an inventory value could use to add a directive or a target.
+ADDRESS = re.compile(r"^(?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}|[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$")
+
+
+def endpoint(address: str, port: int) -> str:
+    """``address:port``, an IPv6 address in brackets."""
+    return ("[%s]:%d" if ":" in address else "%s:%d") % (address, port)
 # vLLM's API server (uvicorn) closes a connection idle this long (VLLM_HTTP_TIMEOUT_KEEP_ALIVE).
 ENGINE_KEEP_ALIVE = 5
 
@@ -129,8 +137,13 @@ def upstreams(hosts: list, addresses: list, instances: list, envs: list | None =
             if instance["args"].get("headless"):
                 continue
             bound = str(instance["args"].get("host", ""))
+            reached = str((address or host) if bound in WILDCARDS else bound)
+            if not ADDRESS.match(reached):
+                raise GatewayError("%s of %s: %r is not a host name or an IP address"
+                                   % ("ansible_host" if bound in WILDCARDS else "the host flag of instance "
+                                      + str(instance["name"]), host, reached))
             found.append({"host": host, "instance": instance["name"], "port": int(instance["port"]),
-                          "address": (address or host) if bound in WILDCARDS else bound,
+                          "address": reached, "server": endpoint(reached, int(instance["port"])),
                           "keep_alive": keep_alive})
     return sorted(found, key=lambda u: (u["host"], u["port"]))
 

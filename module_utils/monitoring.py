@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ansible.module_utils.gateway import upstreams
+from ansible.module_utils.gateway import ADDRESS, GatewayError, endpoint, upstreams
 from ansible.module_utils.vllm_args import flag_name
 
 DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
@@ -73,14 +73,20 @@ def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict
     found = upstreams(inference, [addresses.get(h) or "" for h in inference],
                       [(plans.get(h) or {}).get("instances", []) for h in inference],
                       [(plans.get(h) or {}).get("vllm_env", {}) for h in inference])
-    engines = [_group(["%s:%d" % (u["address"], u["port"])],
+    engines = [_group([u["server"]],
                       {"host": u["host"], "vllm_instance": u["instance"]}) for u in found]
-    health = [_group(["http://%s:%d%s" % (u["address"], u["port"], ports["health_path"])],
+    health = [_group(["http://%s%s" % (u["server"], ports["health_path"])],
                      {"host": u["host"], "vllm_instance": u["instance"]}) for u in found]
     every = sorted({h for members in groups.values() for h in members} - {"localhost"})
-    nodes = [_group(["%s:%d" % (addresses.get(h) or h, ports["node"])],
+    def at(host: str, port: int) -> str:
+        reached = addresses.get(host) or host
+        if not ADDRESS.match(reached):
+            raise GatewayError("ansible_host of %s: %r is not a host name or an IP address" % (host, reached))
+        return endpoint(reached, port)
+
+    nodes = [_group([at(h, ports["node"])],
                     {"host": h, "role": "inference" if h in inference else "service"}) for h in every]
-    nginx = [_group(["%s:%d" % (addresses.get(h) or h, ports["nginx"])], {"host": h})
+    nginx = [_group([at(h, ports["nginx"])], {"host": h})
              for h in groups.get("gateways", [])]
     # The fleet's mirror answers for the pinned revision: what a host asks before it downloads.
     mirror = []
@@ -90,7 +96,7 @@ def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict
                          {"mirror": model["endpoint"], "repo": model["repo"]})]
     # The accelerator exporters (role accelerator_exporter) on the hosts whose plan runs that engine.
     def on(engine: str, port: int) -> list:
-        return [_group(["%s:%d" % (addresses.get(h) or h, port)], {"host": h})
+        return [_group([at(h, port)], {"host": h})
                 for h in inference if (plans.get(h) or {}).get("engine") == engine]
     return {"vllm": engines, "vllm_health": health, "node": nodes, "nginx": nginx, "mirror": mirror,
             "dcgm": on("cuda", ports["dcgm"]), "npu": on("ascend", ports["npu"])}

@@ -71,9 +71,29 @@ def test_upstreams_are_where_each_instance_is_bound():
     wildcard = [{"name": "replica0", "port": 8000, "args": {"host": "0.0.0.0"}},
                 {"name": "replica1", "port": 8001, "args": {"host": "0.0.0.0"}}]
     assert upstreams(["node2", "node1", "node3"], ["", "node1.example", ""], [bound, wildcard, []]) == [
-        {"host": "node1", "instance": "replica0", "port": 8000, "address": "node1.example", "keep_alive": 5},
-        {"host": "node1", "instance": "replica1", "port": 8001, "address": "node1.example", "keep_alive": 5},
-        {"host": "node2", "instance": "main", "port": 8000, "address": "10.0.0.3", "keep_alive": 5}]
+        {"host": "node1", "instance": "replica0", "port": 8000, "address": "node1.example",
+         "server": "node1.example:8000", "keep_alive": 5},
+        {"host": "node1", "instance": "replica1", "port": 8001, "address": "node1.example",
+         "server": "node1.example:8001", "keep_alive": 5},
+        {"host": "node2", "instance": "main", "port": 8000, "address": "10.0.0.3", "server": "10.0.0.3:8000",
+         "keep_alive": 5}]
+
+
+def test_an_ipv6_address_is_bracketed_where_nginx_and_prometheus_read_it():
+    found = upstreams(["node1"], ["fd00::2"], [[{"name": "main", "port": 8000, "args": {"host": "::"}}]])
+    assert [u["server"] for u in found] == ["[fd00::2]:8000"]
+
+
+@pytest.mark.parametrize("address, bound, message", [
+    # an inventory value typed by hand, or one that would add a directive to nginx.conf
+    ("10.0.0.2; include /etc/shadow", "0.0.0.0", "ansible_host of node1: '10.0.0.2; include /etc/shadow'"),
+    ("node 1", "", "ansible_host of node1: 'node 1'"),
+    ("", "10.0.0.2:80", "the host flag of instance main of node1: '10.0.0.2:80'"),
+])
+def test_an_address_that_is_no_host_name_or_ip_is_refused_by_name(address, bound, message):
+    with pytest.raises(GatewayError) as refused:
+        upstreams(["node1"], [address], [[{"name": "main", "port": 8000, "args": {"host": bound}}]])
+    assert str(refused.value).startswith(message)
 
 
 @pytest.mark.parametrize("envs, expected_ms", [

@@ -1,6 +1,7 @@
 """The scenario's other hosts, as the tests on one host reach them."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,13 +23,26 @@ def address(host) -> str:
     return facts["ansible_default_ipv4"]["address"]
 
 
-def site(*args: str) -> tuple[int, str, float]:
-    """playbooks/site.yml on the scenario's fleet, as molecule's converge runs it."""
+def playbook(name: str, *args: str) -> tuple[int, str, float]:
+    """A playbook of the project on the scenario's fleet, as molecule's converge runs site.yml."""
     inventory = os.environ["MOLECULE_INVENTORY_FILE"]
     started = time.monotonic()
     run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i", inventory,
-                          str(PROJECT / "playbooks" / "site.yml"), *args],
+                          str(PROJECT / "playbooks" / name), *args],
                          cwd=PROJECT, capture_output=True, text=True,
                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default",
                                   ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
     return run.returncode, run.stdout + run.stderr, time.monotonic() - started
+
+
+def site(*args: str) -> tuple[int, str, float]:
+    """playbooks/site.yml on the scenario's fleet."""
+    return playbook("site.yml", *args)
+
+
+def api(host, path: str, port: int = 9090):
+    """GET a Prometheus (9090) or Alertmanager (9093) API path on the monitoring host, where
+    they listen on loopback alone."""
+    out = host.check_output("python3 -c %s", "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("
+                            "'http://127.0.0.1:%d%s', timeout=10).read().decode())" % (port, path))
+    return json.loads(out)

@@ -15,7 +15,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 import alert_cases  # noqa: E402
-from serve_hosts import other  # noqa: E402
+from serve_hosts import api, other  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 PROJECT = Path(__file__).resolve().parents[3]
@@ -41,14 +41,6 @@ class Hook(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 http.server.HTTPServer(("127.0.0.1", 9099), Hook).serve_forever()
 """
-
-
-def api(host, path: str, port: int = 9090):
-    """GET a Prometheus (9090) or Alertmanager (9093) API path on the monitoring host, where
-    they listen on loopback alone."""
-    out = host.check_output("python3 -c %s", "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("
-                            "'http://127.0.0.1:%d%s', timeout=10).read().decode())" % (port, path))
-    return json.loads(out)
 
 
 def test_prometheus_scrapes_every_target_of_the_inventory(host):

@@ -155,13 +155,23 @@ def test_a_bad_rollout_is_refused_before_any_host_changes(args, says):
     assert set(recap_changed(output).values()) == {0}, recap_changed(output)
 
 
-def roll_out(host, revision: str) -> tuple[int, str, float, dict]:
+def roll_out(host, revision: str, *extra: str) -> tuple[int, str, float, dict]:
     """site.yml with the fleet pinned to ``revision``, under the load through the gateway
     from before it starts until it ends."""
     with Load("https://%s:443" % address(host), str(CA), KEY, MODEL) as load:
         time.sleep(3)
-        rc, output, took = site("-e", "vllm_fleet_model_revision=%s" % revision, "-e", '{"hf_mirror_publish": []}')
+        rc, output, took = site("-e", "vllm_fleet_model_revision=%s" % revision, "-e", '{"hf_mirror_publish": []}',
+                                *extra)
     return rc, output, took, load.summary()
+
+
+def published(host, node) -> dict:
+    """What ``node`` publishes and admits: its upstream file on the gateway, its engine
+    targets on the monitoring host (both the mirror here), its live firewall table."""
+    return {"upstream": host.file("/etc/nginx/vllm-fleet-upstreams/%s.conf" % node.backend.host).content_string,
+            "targets": [host.file("/etc/prometheus/file_sd/%s/%s.json" % (job, node.backend.host)).content_string
+                        for job in ("vllm", "vllm_health")],
+            "firewall": re.sub(r"handle \d+", "", node.check_output("nft list table inet vllm_fleet"))}
 
 
 def slowest_tasks(output: str, count: int = 12) -> str:
@@ -190,7 +200,12 @@ def test_a_new_revision_reaches_every_host_and_no_request_fails(host, revisions)
 
 
 def test_a_change_the_engine_cannot_start_is_rolled_back_on_the_canary(host, revisions):
-    rc, output, took, summary = roll_out(host, revisions["bad"])
+    """The bad revision and a new port at once: during the change node1's firewall admits
+    both ports; the rollback puts back the old port's firewall, upstream file and targets."""
+    node1 = other(host, "node1")
+    before = published(host, node1)
+    assert "dport 8000" in before["firewall"] and ":8000" in before["upstream"]
+    rc, output, took, summary = roll_out(host, revisions["bad"], "-e", "preflight_port=8100")
     failed = [msg for name, msg in messages(output, "fatal") if name == "node1" and "the change (" in msg]
     print("bad change: site.yml %.0fs, rc %d; requests %d sent, %d failed; serving %s"
           % (took, rc, summary["sent"], summary["failed"], json.dumps(served(host))))
@@ -205,4 +220,5 @@ def test_a_change_the_engine_cannot_start_is_rolled_back_on_the_canary(host, rev
     # node1 serves the good revision again; node2 was never touched
     assert served(host) == {"node1": revisions["good"], "node2": revisions["good"]}
     assert "node2" not in rollout_report(output)
-    assert other(host, "node1").service("vllm@main.service").is_running
+    assert node1.service("vllm@main.service").is_running
+    assert published(host, node1) == before
