@@ -40,7 +40,8 @@ options:
     elements: raw
     required: true
   tls:
-    description: C(certificate) and C(private_key), both or neither.
+    description: C(certificate) and C(private_key), both or neither; C(names), more names for the certificate
+      (C(gateway_tls_names)), each a DNS name or an IP address.
     type: dict
     default: {}
   inference_hosts:
@@ -64,6 +65,20 @@ options:
         C(VLLM_HTTP_TIMEOUT_KEEP_ALIVE) (vLLM's default 5 s).
     type: list
     elements: dict
+    default: []
+  engine_key:
+    description: The engines' key (C(vllm_fleet_api_key)), which the gateway sends them; checked, never returned.
+    type: str
+    default: ""
+  address:
+    description: The gateway's inventory address (C(ansible_host)), the certificate's first name.
+    type: str
+    default: ""
+  other_names:
+    description: More names the certificate carries where each is a DNS name or an IP address (the inventory
+      name, the host's own address); the others are left out.
+    type: list
+    elements: str
     default: []
 attributes:
   check_mode:
@@ -111,6 +126,12 @@ keepalive_timeout_ms:
   returned: success
   type: int
   sample: 4000
+names:
+  description: The names and addresses the server certificate and C(server_name) carry, checked.
+  returned: success
+  type: list
+  elements: str
+  sample: [10.0.0.1, gw1, gateway.example.com]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -129,6 +150,9 @@ def main():
             inference_addresses=dict(type="list", elements="str", default=[]),
             inference_instances=dict(type="list", elements="list", default=[]),
             inference_env=dict(type="list", elements="dict", default=[]),
+            engine_key=dict(type="str", default="", no_log=True),
+            address=dict(type="str", default=""),
+            other_names=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -136,7 +160,8 @@ def main():
     try:
         result = plan(params["clients"], params["keys"], params["defaults"], params["allowed_paths"], params["tls"],
                       upstreams(params["inference_hosts"], params["inference_addresses"],
-                                params["inference_instances"], params["inference_env"]))
+                                params["inference_instances"], params["inference_env"]),
+                      params["engine_key"], params["address"], params["other_names"])
     except GatewayError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

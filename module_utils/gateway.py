@@ -8,6 +8,7 @@ the configuration relies on are in docs/gateway.md.
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -98,14 +99,19 @@ def clients(given: list, keys_given: list, defaults: dict) -> tuple[list, list]:
             which = label if len(own) == 1 else "%s: keys[%d]" % (label, number)
             if not isinstance(key, str) or not KEY.match(key):
                 problems.append("%s: the key must be 16-256 characters of letters, digits and ._~+/=-" % which)
-            elif key in keys:
-                problems.append("%s: the key is also %s's; every client needs its own" % (which, keys[key]))
+            elif key.lower() in keys:
+                # (compared without case: two keys that differ only in it are one guess apart)
+                problems.append("%s: the key is also %s's (or differs from it only in letter case); every "
+                                "client needs its own" % (which, keys[key.lower()]))
             else:
-                keys[key] = where
+                keys[key.lower()] = where
         result.append(dict(name=name, **_limits(label + ".", client, defaults, problems)))
     return result, problems
 
 
+# A name the server certificate and nginx's server_name carry: a DNS name or an IP literal.
+DNS_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 WILDCARDS = ("0.0.0.0", "::", "")
 # A host name or an IPv4/IPv6 address, as it stands in nginx's `server` and Prometheus's
 # targets: nothing an inventory value could use to add a directive or a target.
@@ -158,10 +164,37 @@ def keepalive_timeout_ms(found: list) -> int:
     return max(shortest - 1000, shortest // 2, 1)
 
 
+def is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def valid_name(name) -> bool:
+    """A DNS name or an IP address: what the certificate and nginx's server_name carry."""
+    return isinstance(name, str) and bool(DNS_NAME.match(name) or is_ip(name))
+
+
 def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, tls: dict,
-         upstreams: list) -> dict:
-    """What the nginx template renders; GatewayError naming each variable that is wrong."""
+         upstreams: list, engine_key: str = "", address: str = "", other_names: list | None = None) -> dict:
+    """What the nginx template renders; GatewayError naming each variable that is wrong.
+    ``engine_key``: the engines' key, which the gateway sends them (checked, never
+    returned).  The certificate's and server_name's names: ``address`` (the gateway's
+    inventory address) first, then ``other_names`` that are valid ones (its inventory
+    name, its own address), then ``tls["names"]`` (``gateway_tls_names``)."""
     result, problems = clients(given_clients, keys, defaults)
+    if engine_key and not KEY.match(engine_key):
+        problems.append("vllm_fleet_api_key: the engines' key must be 16-256 characters of letters, digits and "
+                        "._~+/=- (the gateway sends it from nginx's configuration, where '$' starts a variable)")
+    if address and not valid_name(address):
+        problems.append("ansible_host: %r is not a DNS name or an IP address (it stands in the gateway's certificate "
+                        "and in nginx's server_name)" % address)
+    for index, name in enumerate(tls.get("names") or []):
+        if not valid_name(name):
+            problems.append("gateway_tls_names[%d]: %r is not a DNS name or an IP address (it stands in the "
+                            "certificate and in nginx's server_name)" % (index, name))
     if not allowed_paths:
         problems.append("gateway_allowed_paths: empty; nothing would reach an engine")
     for index, path in enumerate(allowed_paths or []):
@@ -181,4 +214,10 @@ def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, t
         raise GatewayError("; ".join(problems))
     return {"clients": result, "allowed_paths": list(allowed_paths),
             "largest_body_bytes": max(size_bytes(c["max_body_size"]) for c in result),
-            "upstreams": upstreams, "keepalive_timeout_ms": keepalive_timeout_ms(upstreams)}
+            "upstreams": upstreams, "keepalive_timeout_ms": keepalive_timeout_ms(upstreams),
+            "names": unique(([address] if address else []) + [n for n in other_names or [] if valid_name(n)]
+                            + list(tls.get("names") or []))}
+
+
+def unique(items: list) -> list:
+    return list(dict.fromkeys(items))

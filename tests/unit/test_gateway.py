@@ -2,7 +2,12 @@
 back to the gateway's, no key in anything returned."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import jinja2
 import pytest
+from ansible.plugins.filter.core import regex_escape
 from ansible.module_utils.gateway import GatewayError, plan, size_bytes, upstreams
 
 DEFAULTS = {"rate_per_second": 10, "burst": 20, "connections": 16, "max_body_size": "1m"}
@@ -28,7 +33,10 @@ def test_limits_fall_back_to_the_gateways_and_no_key_is_returned():
     ([{"name": "alice"}, {"name": "alice"}], [KEY_A, KEY_B],
      "gateway_clients[1] (alice): the name alice is also gateway_clients[0]'s"),
     ([{"name": "alice"}, {"name": "bob"}], [KEY_A, KEY_A],
-     "gateway_clients[1] (bob): the key is also gateway_clients[0]'s; every client needs its own"),
+     "gateway_clients[1] (bob): the key is also gateway_clients[0]'s (or differs from it only in letter case)"),
+    # nginx would compare them without case: one key in effect, and one guess apart
+    ([{"name": "alice"}, {"name": "bob"}], [KEY_A, KEY_A.upper()],
+     "gateway_clients[1] (bob): the key is also gateway_clients[0]'s (or differs from it only in letter case)"),
     ([{"name": "alice"}], ['short"key'], "gateway_clients[0] (alice): the key must be 16-256 characters"),
     ([{"name": "Alice Smith"}], [KEY_A], "gateway_clients[0] (Alice Smith): name 'Alice Smith' must be"),
     ([{"name": "alice", "rate_per_second": 0}], [KEY_A],
@@ -158,3 +166,51 @@ def test_another_clients_old_key_is_refused():
         plan([{"name": "alice"}, {"name": "bob"}], [{"keys": [KEY_A, KEY_B]}, {"key": KEY_B}],
              DEFAULTS, PATHS, {}, UPSTREAMS)
     assert "gateway_clients[1] (bob): the key is also gateway_clients[0]'s" in str(refused.value)
+
+
+@pytest.mark.parametrize("engine_key, address, tls_names, message", [
+    # '$' would start a variable where nginx.conf sends the key to the engines
+    ("fleet$key-0123456789", "", [], "vllm_fleet_api_key: the engines' key must be 16-256 characters"),
+    ("short", "", [], "vllm_fleet_api_key: the engines' key must be 16-256 characters"),
+    # a name that would add a location to nginx.conf
+    ("", "", ["gw.example.com; location /x { return 200; }"], "gateway_tls_names[0]: 'gw.example.com; location"),
+    ("", "", ["-gw.example.com"], "gateway_tls_names[0]: '-gw.example.com' is not a DNS name"),
+    ("", "gw 1", [], "ansible_host: 'gw 1' is not a DNS name or an IP address"),
+])
+def test_engine_key_and_names_are_refused_by_name(engine_key, address, tls_names, message):
+    with pytest.raises(GatewayError) as refused:
+        plan([{"name": "alice"}], [KEY_A], DEFAULTS, PATHS, {"names": tls_names}, UPSTREAMS, engine_key, address)
+    assert message in str(refused.value)
+    assert engine_key == "" or engine_key not in str(refused.value)
+
+
+def test_the_certificate_names_keep_their_order_and_leave_out_what_is_no_name():
+    result = plan([{"name": "alice"}], [KEY_A], DEFAULTS, PATHS, {"names": ["gw.example.com", "fd00::1"]},
+                  UPSTREAMS, "fleet-key-0123456789", "10.0.0.1", ["gw_1", "gw1", "10.0.0.1"])
+    # gw_1 (an inventory name with '_') is no DNS name: left out, not refused
+    assert result["names"] == ["10.0.0.1", "gw1", "gw.example.com", "fd00::1"]
+
+
+
+def test_each_key_matches_itself_alone_in_the_keys_file():
+    """keys.conf as the role renders it: each key a case-sensitive expression of the whole
+    header (nginx's map would compare a plain string without case), with its '.' and '+'
+    escaped, so nothing but the key itself names the client."""
+    template = Path(__file__).resolve().parents[2] / "roles" / "gateway" / "templates" / "keys.conf.j2"
+    env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["regex_escape"] = regex_escape
+    key, rotating = "Tester.Key+0123456789", ["new-key/0123456789=", "old-key~0123456789"]
+    text = env.from_string(template.read_text()).render(
+        ansible_managed="managed", vllm_fleet_api_key="engine-key-0123456789",
+        _gateway_plan={"clients": [{"name": "tester"}, {"name": "rotating"}]},
+        _gateway_keys=[{"key": key}, {"keys": rotating}])
+    sources = dict(re.findall(r'^\s+"~(.+)" "(\w+)";$', text, re.M))
+    assert sorted(sources.values()) == ["rotating", "rotating", "tester"]
+
+    def client(header: str) -> list:
+        return [name for pattern, name in sources.items() if re.search(pattern, header)]
+    assert client("Bearer " + key) == ["tester"]
+    for other in ("Bearer " + key.lower(), "Bearer TesterXKey+0123456789", "Bearer Tester.Keyy0123456789",
+                  "Bearer " + key + "x", "xBearer " + key):
+        assert client(other) == [], other
+    assert [client("Bearer " + k) for k in rotating] == [["rotating"], ["rotating"]]

@@ -4,10 +4,13 @@ limits, the allowlist against every route the engine registers, engines closed t
 every host but the gateway, and a load that outlives a kill -9 of one engine."""
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import json
 import re
 import shlex
+import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -17,9 +20,10 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve_hosts import address, other  # noqa: E402
+from serve_hosts import PROJECT, address, other  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 KEYS = {"tester": "molecule-tester-key-0123", "slow": "molecule-slow-key-012345",
@@ -30,6 +34,7 @@ ALLOWED = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
 CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
 MODEL = "tiny-gemma4"
 CHAT = [{"role": "user", "content": "Hello"}]
+DEFAULTS = yaml.safe_load((PROJECT / "roles" / "gateway" / "defaults" / "main.yml").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +77,73 @@ def test_a_request_without_a_client_key_gets_401_in_openai_style(gateway, key):
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=gateway + "/v1", api_key=key or "x", max_retries=0,
                       http_client=httpx.Client(verify=str(CA))).models.list()
+
+
+def test_a_key_that_differs_only_in_letter_case_is_refused(gateway):
+    """nginx's map compares plain strings without case: the keys are matched as
+    case-sensitive expressions instead."""
+    assert raw(gateway, "/v1/models", KEYS["tester"], "GET").status_code == 200
+    for variant in (KEYS["tester"].upper(), KEYS["tester"].capitalize()):
+        assert raw(gateway, "/v1/models", variant, "GET").status_code == 401
+
+
+def test_a_flood_without_a_key_is_limited_by_address(gateway):
+    """300 requests without a key, one after the other on one connection: past the
+    address's burst and rate they get 429, not 401 (nothing answers a key guess faster)."""
+    rate, burst = DEFAULTS["gateway_address_rate_per_second"], DEFAULTS["gateway_address_burst"]
+    counts, started = collections.Counter(), time.monotonic()
+    with httpx.Client(verify=str(CA), timeout=30) as http:
+        for _ in range(300):
+            counts[http.get(gateway + "/v1/models").status_code] += 1
+    took = time.monotonic() - started
+    print("300 requests without a key in %.1fs: %s" % (took, dict(counts)))
+    time.sleep(burst / rate + 1)  # the address's burst refills for the next tests
+    assert set(counts) == {401, 429}, counts
+    assert counts[401] <= burst + rate * took + 1, counts
+
+
+def test_a_slow_client_is_cut_after_the_client_timeout(gateway):
+    """Half a request header, then nothing: nginx closes the connection after
+    gateway_client_timeout (client_header_timeout), freeing it."""
+    host, port = gateway.split("//")[1].rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(CA))
+    context.check_hostname = False
+    with context.wrap_socket(socket.create_connection((host, int(port)), timeout=60)) as conn:
+        conn.sendall(b"GET /v1/models HTTP/1.1\r\nHost: gateway\r\n")
+        started = time.monotonic()
+        answer = conn.recv(1024)
+        took = time.monotonic() - started
+    print("half a header: closed after %.1fs (%r)" % (took, answer[:12]))
+    assert answer in (b"", ) or answer.startswith(b"HTTP/1.1 408"), answer
+    assert took < DEFAULTS["gateway_client_timeout"] + 5
+
+
+def test_tls_takes_the_intermediate_suites_alone(gateway):
+    """A CBC suite with SHA-1 MACs (which OpenSSL still offers at level 0) is refused; an
+    AEAD suite is taken.  nginx's workers may hold as many descriptors as connections ask."""
+    host, port = gateway.split("//")[1].rsplit(":", 1)
+
+    def handshake(ciphers: str) -> str:
+        context = ssl.create_default_context(cafile=str(CA))
+        context.check_hostname = False
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        context.set_ciphers(ciphers)
+        try:
+            with context.wrap_socket(socket.create_connection((host, int(port)), timeout=10)) as conn:
+                return conn.cipher()[0]
+        except ssl.SSLError as exc:
+            return "refused: %s" % exc.reason
+    assert handshake("ECDHE-RSA-AES128-SHA:@SECLEVEL=0").startswith("refused")
+    assert handshake("ECDHE-RSA-AES128-GCM-SHA256") == "ECDHE-RSA-AES128-GCM-SHA256"
+
+
+def test_nginx_workers_may_open_twice_their_connections(host):
+    worker = host.check_output("pgrep -u www-data -x nginx | head -1")
+    limits = host.file("/proc/%s/limits" % worker).content_string
+    soft = int(re.search(r"^Max open files\s+(\d+)", limits, re.M).group(1))
+    connections = int(re.search(r"worker_connections (\d+);", host.file("/etc/nginx/nginx.conf").content_string)
+                      .group(1))
+    assert soft >= 2 * connections, (soft, connections)
 
 
 def test_past_the_rate_comes_429_with_retry_after(gateway):
