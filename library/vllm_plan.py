@@ -225,6 +225,7 @@ plan:
         devices: [0]
         args: {tensor-parallel-size: 1, max-model-len: 32768, gpu-memory-utilization: 0.92,
                host: 0.0.0.0, port: 8000, served-model-name: gemma-4-31B}
+    served_model_name: gemma-4-31B
     warnings: []
 """
 

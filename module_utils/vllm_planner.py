@@ -632,6 +632,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
         "calibrated_on": {"vllm": measured["vllm"], "hardware": measured["hardware"]},
         "instances": instances(dict(args, **(multinode or {}).get("flags", {})), device_groups, len(gpus), tp,
                                shutdown_timeout=stop, **serving),
+        # the one name clients, the benchmark and diagnose send (empty: vLLM's default, the model path)
+        "served_model_name": serving.get("served_model_name", ""),
         "pipeline_parallel_size": pp,
         "multinode": multinode,
         "shutdown_timeout": stop,

@@ -4,7 +4,9 @@ import json
 import re
 from pathlib import Path
 
+import jinja2
 import pytest
+import yaml
 from ansible.module_utils.vllm_versions import RELEASES
 from ansible.module_utils.vllm_planner import (
     GiB, PlanError, kv_bytes_per_token, kv_groups, model_shape, parameter_count, plan)
@@ -353,3 +355,23 @@ def test_a_release_without_the_flag_says_a_restart_aborts():
 def test_a_bad_graceful_stop_is_refused(kwargs, says):
     with pytest.raises(PlanError, match=re.escape(says)):
         plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, **kwargs)
+
+
+def test_the_served_name_has_one_owner_the_plan():
+    """With vllm_fleet_served_model_name empty (its default) the instances serve the whole
+    repository name; the benchmark and diagnose ask for the plan's name, not a name of
+    their own making (they asked for the repository's last part)."""
+    root = Path(__file__).resolve().parents[2]
+    settings = {"vllm_fleet_served_model_name": "", "vllm_fleet_model_repo": "google/gemma-4-31B-it"}
+    env = jinja2.Environment()
+
+    def value(text: str, **context):
+        return env.from_string(text).render(**settings, **context)
+    task = next(t for t in yaml.safe_load((root / "roles/preflight/tasks/plan.yml").read_text()) if "vllm_plan" in t)
+    served = value(task["vllm_plan"]["served_model_name"])
+    p = plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192,
+             serving=dict(SERVING, served_model_name=served))
+    assert p["served_model_name"] == p["instances"][0]["args"]["served-model-name"] == "google/gemma-4-31B-it"
+    benchmark = yaml.safe_load((root / "roles/benchmark/vars/main.yml").read_text())["_benchmark_served"]
+    diagnose = yaml.safe_load((root / "playbooks/diagnose.yml").read_text())[0]["vars"]["diagnose_served_model_name"]
+    assert value(benchmark, preflight_plan=p) == value(diagnose, preflight_plan=p) == "google/gemma-4-31B-it"
