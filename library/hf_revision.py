@@ -11,7 +11,8 @@ short_description: Check a model revision on a Hugging Face hub or fleet mirror,
 description:
   - Asks the hub (C(GET /api/models/REPO/revision/REV), C(HEAD /REPO/resolve/SHA/FILE)) for the
     commit sha and, per file, the size and etag the download will be verified against.
-  - Refuses a branch or tag name unless O(allow_floating), in which case it is resolved to a sha.
+  - Refuses a branch or tag name unless O(allow_floating), in which case it is resolved to a sha; a pinned
+    sha that the hub answers with another commit is refused before any file is asked for.
   - An unknown repository or revision, a refused token or an unreachable hub fail with a message
     naming the variable to fix. Uses the Python standard library only, so it runs before any
     package is installed on the host.
@@ -117,9 +118,11 @@ def main():
         else:
             info = revision_info(params["endpoint"], params["repo"], params["revision"],
                                  params["token"], params["allow_patterns"])
-    except Unreachable as exc:
-        module.exit_json(changed=False, reachable=False, reason=str(exc))
     except ModelError as exc:
+        # (only the planner's read of config.json may go on without the hub: it falls back
+        # to the catalogue and says so; a download cannot)
+        if isinstance(exc, Unreachable) and params["config"]:
+            module.exit_json(changed=False, reachable=False, reason=str(exc))
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **info)
 

@@ -98,6 +98,11 @@ def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
     sha = info.get("sha") or ""
     if not SHA_RE.match(sha):
         raise ModelError("vllm_fleet_model_revision", "the hub gave no commit sha for %s@%s" % (repo, revision))
+    # A pin names one commit: an answer for another is refused, whoever gave it (a mirror
+    # out of step, anyone on the path of plain HTTP), before a file is fetched.
+    if SHA_RE.match(revision) and sha.lower() != revision.lower():
+        raise ModelError("vllm_fleet_model_revision", "%s at %s answered the pinned revision %s with the commit %s; "
+                         "the fleet serves the pin or nothing" % (repo, endpoint, revision, sha))
     names = [s["rfilename"] for s in info.get("siblings", [])
              if not allow_patterns or any(fnmatch.fnmatch(s["rfilename"], p) for p in allow_patterns)]
     if not names:

@@ -87,6 +87,13 @@ def test_hf_revision_module(run_module, mirror):
     assert ok["sha"] == mirror["sha"] and ok["bytes"] > 680000
     bad = run_module("hf_revision", {"repo": REPO, "revision": "main", "endpoint": mirror["endpoint"]})
     assert bad["failed"] and bad["msg"].startswith("vllm_fleet_model_revision: 'main' is a branch")
+    # a download needs the hub: a mirror that does not answer fails with the reason (only the
+    # planner's read of config.json goes on without it)
+    gone = run_module("hf_revision", {"repo": REPO, "revision": mirror["sha"], "endpoint": "http://127.0.0.1:9"})
+    assert gone["failed"] and gone["msg"].startswith("vllm_fleet_model_endpoint: cannot read demo/")
+    planner = run_module("hf_revision", {"repo": REPO, "revision": mirror["sha"], "endpoint": "http://127.0.0.1:9",
+                                         "config": True})
+    assert not planner.get("failed") and planner["reachable"] is False
 
 
 def test_switching_back_to_a_verified_snapshot_downloads_nothing(mirror, tmp_path):
