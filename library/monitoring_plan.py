@@ -121,7 +121,7 @@ def main():
             ports=dict(type="dict", required=True),
             mounts=dict(type="dict", default={}),
             durations=dict(type="dict", default={}),
-            webhook_url=dict(type="str", default="", no_log=False),
+            webhook_url=dict(type="str", default="", no_log=True),
         ),
         supports_check_mode=True,
     )

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import matplotlib.image
 import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 from ansible.module_utils.bench_report import BenchError, plan, read, report
 
 PLAN = {"max_num_seqs": 4, "instances": [{"name": "main", "port": 8000, "args": {"host": "10.0.0.2"}}]}
@@ -87,3 +91,29 @@ def test_an_empty_results_folder_is_an_error(tmp_path):
     with pytest.raises(BenchError, match="benchmark_results_dir: no `vllm bench serve` result"):
         report(str(tmp_path), str(tmp_path / "s.json"), str(tmp_path / "p.png"))
     assert read(str(tmp_path)) == []
+
+
+def test_the_key_is_in_neither_the_command_line_nor_the_environment():
+    """Under become, Ansible puts a task's `environment:` on sudo's command line (ps shows
+    it); the benchmark's command reads the key from its 0600 file instead."""
+    role = Path(__file__).resolve().parents[2] / "roles" / "benchmark"
+    def trusted(value):
+        if isinstance(value, dict):
+            return {k: trusted(v) for k, v in value.items()}
+        return trust_as_template(value) if isinstance(value, str) else value
+    variables = dict(trusted(yaml.safe_load((role / "vars" / "main.yml").read_text())),
+                     benchmark_label="plan", benchmark_target="gateway", benchmark_client="tester",
+                     gateway_clients=[{"name": "tester", "key": "client-key-0123456789"}],
+                     vllm_fleet_api_key="engine-key-0123456789", gateway_tls_certificate="",
+                     vllm_service_running={"python": "/opt/vllm/bin/python", "settings": {"model": "/m"}},
+                     preflight_plan={"served_model_name": "tiny"}, benchmark_seed=0, benchmark_input_len=8,
+                     benchmark_output_len=8, benchmark_dataset="", inventory_hostname="node1",
+                     item=[{"url": "https://gw", "name": "gateway"}, {"concurrency": 1, "prompts": 4}])
+    templar = Templar(loader=DataLoader(), variables=variables)
+
+    def value(name: str):
+        return templar.template(trust_as_template("{{ %s }}" % name))
+    assert value("_benchmark_key") == "client-key-0123456789"
+    for name in ("_benchmark_env", "_benchmark_argv"):
+        assert "client-key-0123456789" not in json.dumps(value(name)), name
+    assert "/tmp/vllm-fleet-bench/plan/key" in " ".join(value("_benchmark_argv"))

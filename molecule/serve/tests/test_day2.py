@@ -60,6 +60,8 @@ def test_benchmark_writes_the_results_a_summary_and_a_plot(host, tmp_path):
     rc, output = playbook("benchmark.yml", *small, "-e", '{"benchmark_concurrency": [1]}',
                           "-e", "benchmark_target=instances")
     assert rc == 0, output[-4000:]
+    # the key the requests carried was in a 0600 file of the run alone
+    assert not other(host, "node1").file("/tmp/vllm-fleet-bench/plan/key").exists
     results = sorted(p.name for p in (tmp_path / "plan").iterdir())
     assert results == ["plan--gateway--c1.json", "plan--gateway--c2.json",
                        "plan--node1.main--c1.json", "plan--node2.main--c1.json"]

@@ -121,6 +121,9 @@ def test_every_alert_fires_on_its_series_and_none_on_a_healthy_fleet(host):
 
 def test_alertmanager_runs_its_checked_configuration(host):
     assert host.run("amtool check-config /etc/prometheus/alertmanager.yml").rc == 0
+    # the webhook URL (a secret for Slack-style receivers) is Alertmanager's group's alone
+    config = host.file("/etc/prometheus/alertmanager.yml")
+    assert (config.user, config.group, config.mode) == ("root", "prometheus", 0o640)
     status = api(host, "/api/v2/status", port=9093)
     assert status["cluster"]["status"] == "disabled"
     assert "receiver: operator" in status["config"]["original"]
