@@ -132,6 +132,12 @@ names:
   type: list
   elements: str
   sample: [10.0.0.1, gw1, gateway.example.com]
+subject_alt_name:
+  description: The same as the certificate's subject alternative names (C(IP:) for an IPv4 or IPv6 address).
+  returned: success
+  type: list
+  elements: str
+  sample: ["IP:10.0.0.1", "DNS:gw1", "DNS:gateway.example.com"]
 """
 
 from ansible.module_utils.basic import AnsibleModule

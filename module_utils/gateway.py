@@ -212,11 +212,13 @@ def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, t
                         "balance over (preflight plans them; run it on the group in the same run)")
     if problems:
         raise GatewayError("; ".join(problems))
+    names = unique(([address] if address else []) + [n for n in other_names or [] if valid_name(n)]
+                   + list(tls.get("names") or []))
     return {"clients": result, "allowed_paths": list(allowed_paths),
             "largest_body_bytes": max(size_bytes(c["max_body_size"]) for c in result),
             "upstreams": upstreams, "keepalive_timeout_ms": keepalive_timeout_ms(upstreams),
-            "names": unique(([address] if address else []) + [n for n in other_names or [] if valid_name(n)]
-                            + list(tls.get("names") or []))}
+            "names": names,
+            "subject_alt_name": ["%s:%s" % ("IP" if is_ip(n) else "DNS", n) for n in names]}
 
 
 def unique(items: list) -> list:

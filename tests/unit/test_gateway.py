@@ -189,6 +189,7 @@ def test_the_certificate_names_keep_their_order_and_leave_out_what_is_no_name():
                   UPSTREAMS, "fleet-key-0123456789", "10.0.0.1", ["gw_1", "gw1", "10.0.0.1"])
     # gw_1 (an inventory name with '_') is no DNS name: left out, not refused
     assert result["names"] == ["10.0.0.1", "gw1", "gw.example.com", "fd00::1"]
+    assert result["subject_alt_name"] == ["IP:10.0.0.1", "DNS:gw1", "DNS:gw.example.com", "IP:fd00::1"]
 
 
 

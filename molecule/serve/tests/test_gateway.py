@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve_hosts import PROJECT, address, other  # noqa: E402
+from serve_hosts import PROJECT, address, other, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 KEYS = {"tester": "molecule-tester-key-0123", "slow": "molecule-slow-key-012345",
@@ -281,3 +281,39 @@ def test_the_access_log_names_clients_and_engines_and_holds_no_key(host):
     assert keys.mode == 0o600 and keys.user == "root" and KEYS["tester"] in keys.content_string
     assert not any(secret in host.file("/etc/nginx/nginx.conf").content_string
                    for secret in list(KEYS.values()) + [ENGINE_KEY])
+
+
+# Signs the gateway's server certificate again, as the fleet CA, for one day (what an old
+# certificate looks like), with python3-cryptography, which the role installs.
+SHORT_CERTIFICATE = r"""
+import datetime
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+pki = "/etc/nginx/vllm-fleet/"
+old = x509.load_pem_x509_certificate(open(pki + "server.crt", "rb").read())
+ca = x509.load_pem_x509_certificate(open(pki + "ca.crt", "rb").read())
+ca_key = serialization.load_pem_private_key(open(pki + "ca.key", "rb").read(), None)
+now = datetime.datetime.now(datetime.timezone.utc)
+builder = (x509.CertificateBuilder().subject_name(old.subject).issuer_name(ca.subject).public_key(old.public_key())
+           .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1)))
+for extension in old.extensions:
+    builder = builder.add_extension(extension.value, extension.critical)
+open(pki + "server.crt", "wb").write(builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+"""
+DAYS_LEFT = ("import datetime; from cryptography import x509; c = x509.load_pem_x509_certificate(open("
+             "'/etc/nginx/vllm-fleet/server.crt', 'rb').read()); print((c.not_valid_after - "
+             "datetime.datetime.utcnow()).days)")
+
+
+def test_a_certificate_near_its_end_is_renewed_by_the_next_run(host, gateway):
+    """The server certificate signed again for one day (inside gateway_tls_renew_days):
+    the gateway's next run signs it again for 825 days, and clients verify it with the
+    same fleet CA."""
+    host.check_output("python3 -c %s" % shlex.quote(SHORT_CERTIFICATE))
+    assert int(host.check_output("python3 -c %s" % shlex.quote(DAYS_LEFT))) == 0
+    rc, output, took = site("--limit", "mirror", "--tags", "gateway")
+    assert rc == 0, output[-3000:]
+    left = int(host.check_output("python3 -c %s" % shlex.quote(DAYS_LEFT)))
+    print("certificate with 0 days left: renewed by site.yml --tags gateway (%.0fs) to %d days" % (took, left))
+    assert left >= 824
+    assert [m.id for m in client(gateway).models.list().data] == [MODEL]
