@@ -29,8 +29,8 @@ def playbook(name: str, *args: str) -> tuple[int, str]:
     run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i",
                           os.environ["MOLECULE_INVENTORY_FILE"], str(PROJECT / "playbooks" / name), *args],
                          cwd=PROJECT, capture_output=True, text=True,
-                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default",
-                                  ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+                                  ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
     return run.returncode, run.stdout + run.stderr
 
 
