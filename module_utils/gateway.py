@@ -159,8 +159,9 @@ def keepalive_timeout_ms(found: list) -> int:
     shortest engine keep-alive (half of it below two seconds).  Were it longer, the gateway
     could send a request on a connection the engine is closing: nginx counts that error
     against the instance, and with one instance left in rotation (the other draining) the
-    next ``fail_timeout`` seconds have none."""
-    shortest = min(u["keep_alive"] for u in found) * 1000
+    next ``fail_timeout`` seconds have none.  Without a plan in the run (``--limit`` to the
+    gateways), vLLM's default keep-alive."""
+    shortest = min([u["keep_alive"] for u in found] or [ENGINE_KEEP_ALIVE]) * 1000
     return max(shortest - 1000, shortest // 2, 1)
 
 
@@ -207,9 +208,6 @@ def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, t
         given, missing = (("gateway_tls_certificate", "gateway_tls_private_key") if tls.get("certificate")
                           else ("gateway_tls_private_key", "gateway_tls_certificate"))
         problems.append("%s: given without %s; give both, or neither for a fleet CA" % (given, missing))
-    if not upstreams:
-        problems.append("inference: no host of the group has a planned instance for the gateway to "
-                        "balance over (preflight plans them; run it on the group in the same run)")
     if problems:
         raise GatewayError("; ".join(problems))
     names = unique(([address] if address else []) + [n for n in other_names or [] if valid_name(n)]

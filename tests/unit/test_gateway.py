@@ -66,7 +66,6 @@ def test_bad_clients_are_refused_by_name(clients, keys, message):
      "gateway_tls_certificate: given without gateway_tls_private_key"),
     (DEFAULTS, PATHS, {"private_key": "/k.pem"}, UPSTREAMS,
      "gateway_tls_private_key: given without gateway_tls_certificate"),
-    (DEFAULTS, PATHS, {}, [], "inference: no host of the group has a planned instance"),
 ])
 def test_bad_gateway_settings_are_refused_by_name(defaults, paths, tls, upstreams, message):
     with pytest.raises(GatewayError) as refused:
@@ -215,3 +214,11 @@ def test_each_key_matches_itself_alone_in_the_keys_file():
                   "Bearer " + key + "x", "xBearer " + key):
         assert client(other) == [], other
     assert [client("Bearer " + k) for k in rotating] == [["rotating"], ["rotating"]]
+
+
+def test_a_run_limited_to_the_gateways_needs_no_plan():
+    """The hosts publish their own upstream files: a gateway run without the inference
+    hosts' plans (``--limit gateways``) is planned, with vLLM's default keep-alive."""
+    result = plan([{"name": "alice"}], [KEY_A], DEFAULTS, PATHS, {}, [])
+    assert result["upstreams"] == [] and result["keepalive_timeout_ms"] == 4000
+
