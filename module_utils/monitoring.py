@@ -42,7 +42,8 @@ def check(retention: str, storage_path: str, thresholds: dict, ports: dict | Non
         if not DURATION.match(str(value)) or not re.search("[1-9]", str(value)):
             problems.append("%s: %r is not a Prometheus duration such as 30s, 5m or 2h" % (name, value))
     if webhook_url and not URL.match(str(webhook_url)):
-        problems.append("monitoring_alertmanager_webhook_url: %r is not an http:// or https:// URL" % webhook_url)
+        problems.append("monitoring_alertmanager_webhook_url: the value (not shown: a webhook URL often carries a "
+                        "token) is not an http:// or https:// URL")
     for name, port in sorted((ports or {}).items()):
         if name != "health_path" and (isinstance(port, bool) or not isinstance(port, int)
                                       or not 1 <= port < 65536):

@@ -85,7 +85,8 @@ GATEWAY_REFUSALS = {
     "gw-duplicate-name": ([{"name": "alice", "key": "k" * 20}, {"name": "alice", "key": "j" * 20}],
                           "gateway_clients[1] (alice): the name alice is also gateway_clients[0]'s"),
     "gw-duplicate-key": ([{"name": "alice", "key": "k" * 20}, {"name": "bob", "key": "k" * 20}],
-                         "gateway_clients[1] (bob): the key is also gateway_clients[0]'s; every client needs its own"),
+                         "gateway_clients[1] (bob): the key is also gateway_clients[0]'s (or differs from it only in "
+                         "letter case); every client needs its own"),
     "gw-rate-zero": ([{"name": "alice", "key": "k" * 20, "rate_per_second": 0}],
                      "gateway_clients[0] (alice).rate_per_second: 0 is not a whole number of requests per second > 0"),
     "gw-connections-negative": ([{"name": "alice", "key": "k" * 20, "connections": -4}],
@@ -129,7 +130,8 @@ MONITORING_REFUSALS = {
                       "monitoring_retention_time: 'two weeks' is not a Prometheus duration"),
     "mon-window": ({"monitoring_alert_down_for": "2"}, "monitoring_alert_down_for: '2' is not a Prometheus duration"),
     "mon-webhook": ({"monitoring_alertmanager_webhook_url": "pager:8080"},
-                    "monitoring_alertmanager_webhook_url: 'pager:8080' is not an http:// or https:// URL"),
+                    "monitoring_alertmanager_webhook_url: the value (not shown: a webhook URL often carries a "
+                    "token) is not an http:// or https:// URL"),
 }
 
 
