@@ -4,6 +4,14 @@ most ``rate`` a second, under the client key's limit) until told to stop or its 
 reached.  Every request is counted: ok, or failed with why.  A
 stream counts as ok only when it ends with a finish_reason (a cut stream ends without).
 
+The clients keep their connections alive, as real ones do.  A reload of nginx (a host
+leaving or joining the rotation) closes its idle keep-alive connections, and a request
+written onto one at that instant gets no answer at all: the client sees the connection
+closed.  The official openai client retries exactly that (``APIConnectionError``, its
+``max_retries``); so does this load, once, and counts it apart (``reconnected``) from
+what the gateway answered.  A timeout or any answer from the gateway (a 5xx included)
+is never retried here (docs/gateway.md, "Reloads").
+
     python fleet_load.py https://GATEWAY CA_FILE KEY MODEL SECONDS   # a load of its own
 """
 from __future__ import annotations
@@ -30,11 +38,22 @@ class Load:
         self.interval = clients / rate
         self.stop = threading.Event()
         self.results: list = []
+        self.reconnected: list = []  # why each retried request's first connection ended
         self.pool = concurrent.futures.ThreadPoolExecutor(clients)
         self.jobs: list = []
 
     def one(self, streaming: bool) -> tuple:
         started = time.monotonic()
+        result = self.attempt(streaming, started)
+        if result[0] == "closed":
+            self.reconnected.append(result[2])
+            result = self.attempt(streaming, started)
+        if result[0] == "closed":
+            result = ("failed",) + result[1:]
+        return result
+
+    def attempt(self, streaming: bool, started: float) -> tuple:
+        """ok, failed, or closed: no answer at all on a connection the gateway closed."""
         try:
             if streaming:
                 finish, chunks = None, 0
@@ -51,6 +70,10 @@ class Load:
             if reply.usage.completion_tokens < 1:
                 return ("failed", "chat", "no tokens", started)
             return ("ok", "chat", "", started)
+        except openai.APITimeoutError as exc:
+            return ("failed", "stream" if streaming else "chat", repr(exc)[:300], started)
+        except openai.APIConnectionError as exc:
+            return ("closed", "stream" if streaming else "chat", repr(exc.__cause__ or exc)[:300], started)
         except Exception as exc:  # every failure is counted and reported
             return ("failed", "stream" if streaming else "chat", repr(exc)[:300], started)
 
@@ -76,6 +99,7 @@ class Load:
         kinds = collections.Counter((r[0], r[1]) for r in self.results)
         return {"sent": len(self.results), "failed": sum(r[0] == "failed" for r in self.results),
                 "chat_ok": kinds[("ok", "chat")], "stream_ok": kinds[("ok", "stream")],
+                "reconnected": len(self.reconnected), "closed": self.reconnected[:5],
                 "failures": [r[2] for r in self.results if r[0] == "failed"][:10]}
 
 
