@@ -207,6 +207,7 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
             "systemctl", "kill", "--signal=KILL", "vllm@main.service"]
     api = client(gateway)
     flowing = [threading.Event() for _ in range(8)]
+    restarts = int(node1.check_output("systemctl show --property=NRestarts --value vllm@main.service"))
 
     def complete(_n):
         try:
@@ -236,6 +237,7 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
             completions = [completions_pool.submit(complete, n) for n in range(48)]
             time.sleep(1)
             subprocess.run(kill, check=True, capture_output=True)
+            killed = time.monotonic()
             streams = [job.result() for job in streams]
             completions = [job.result() for job in completions]
     finally:
@@ -244,6 +246,8 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
         while node1.run("systemctl is-active vllm@main.service").stdout.strip() != "active":
             assert time.monotonic() < deadline, "vllm@main did not come back"
             time.sleep(5)
+    print("systemd restarted vllm@main: healthy again %.0fs after the kill" % (time.monotonic() - killed))
+    assert int(node1.check_output("systemctl show --property=NRestarts --value vllm@main.service")) == restarts + 1
     cut = [r for r in streams if r[0] == "cut"]
     print("completions: %d sent, %d failed; streams: %d sent, %d completed, %d cut mid-way, %d failed before "
           "a chunk" % (len(completions), sum(r[0] != "ok" for r in completions), len(streams),
