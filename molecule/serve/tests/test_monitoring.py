@@ -5,6 +5,7 @@ purpose pages a webhook receiver (a real HTTP POST from Alertmanager) and resolv
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 import alert_cases  # noqa: E402
-from serve_hosts import api, other  # noqa: E402
+from serve_hosts import api, other, playbook  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 PROJECT = Path(__file__).resolve().parents[3]
@@ -139,6 +140,21 @@ def webhook(host, status: str, since: float) -> float | None:
                                               for a in alerts):
             return line["received"]
     return None
+
+
+def test_fleet_status_prints_a_row_per_instance_as_prometheus_has_it():
+    """playbooks/fleet_status.yml, what an operator runs first: one row per instance,
+    each up, with the figures Prometheus holds."""
+    rc, output, _took = playbook("fleet_status.yml")
+    assert rc == 0, output[-3000:]
+    printed = re.search(r"^ok: \[mirror\] => (?=\{)", output, re.M)  # the table's debug task
+    assert printed, output[-3000:]
+    table = json.JSONDecoder().raw_decode(output, printed.end())[0]["msg"]
+    print("\n".join(table))
+    rows = {line.split()[0]: line.split()[1:] for line in table[1:]}
+    assert table[0].split()[:2] == ["instance", "up"]
+    assert sorted(rows) == ["node1/main", "node2/main"], table
+    assert {row[0] for row in rows.values()} == {"yes"}, table
 
 
 def test_a_stopped_instance_pages_the_webhook_and_resolves(host):
