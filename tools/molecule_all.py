@@ -4,58 +4,106 @@
 `make molecule` calls it.  Scenario `serve` (a whole fleet, its rollouts under load)
 takes most of the time and the others mostly wait on apt and Ansible, so by default
 `serve` runs beside the others, which run one after another (--jobs 1: every scenario
-one after another).  Each scenario's output is printed whole when it ends, with its
-time; the exit status is non-zero when any scenario failed.
+one after another).  A scenario that changes kernel state every container shares
+(`os_tuning` sets and resets vm.* sysctls and transparent hugepages, which no namespace
+holds) runs alone, before the others start, so that no other scenario's idempotence or
+checks see its values come and go.
 
-    molecule_all.py [--jobs 1|2] SCENARIO ...
+Each line a scenario prints is printed as it comes, behind the scenario's name; each
+scenario has a time limit (--limit, seconds), past which it is stopped and counted as
+failed.  The exit status is non-zero when any scenario failed.
+
+    molecule_all.py [--jobs 1|2] [--limit SECONDS] SCENARIO ...
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
 import os
+import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-# The scenarios that take longest first (seconds on the 2-core test machine); the others
-# after them in the order given.
+# The scenarios that take longest first; the others after them in the order given.
 LONGEST = ("serve",)
+# Scenarios that change what every container shares: run alone, first.
+ALONE = ("os_tuning",)
 PRINT = threading.Lock()
 
 
-def run(scenario: str, molecule: str) -> tuple[str, int, float]:
+def say(scenario: str, line: str) -> None:
+    with PRINT:
+        sys.stdout.write("[%s] %s\n" % (scenario, line.rstrip("\n")))
+        sys.stdout.flush()
+
+
+def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float]:
+    """`molecule test -s SCENARIO`, its output streamed; stopped (rc 124) past ``limit``."""
     started = time.monotonic()
-    with tempfile.TemporaryFile("w+") as log:
-        rc = subprocess.call([molecule, "test", "-s", scenario], stdout=log, stderr=subprocess.STDOUT)
-        took = time.monotonic() - started
-        log.seek(0)
-        with PRINT:
-            sys.stdout.write(log.read())
-            print("molecule scenario %s: %ds%s" % (scenario, took, "" if rc == 0 else " (FAILED, rc %d)" % rc),
-                  flush=True)
+    process = subprocess.Popen([molecule, "test", "-s", scenario], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+    expired = threading.Event()
+
+    def signal_group(number: int) -> None:
+        try:
+            os.killpg(process.pid, number)
+        except ProcessLookupError:
+            pass
+
+    def stop() -> None:
+        expired.set()
+        say(scenario, "time limit of %ds reached: stopping the scenario" % limit)
+        signal_group(signal.SIGTERM)
+        # what ignores the TERM (an ssh, a container's exec) is killed a little later
+        killer = threading.Timer(30, signal_group, (signal.SIGKILL,))
+        killer.daemon = True
+        killer.start()
+
+    timer = threading.Timer(limit, stop)
+    timer.start()
+    for line in process.stdout:
+        say(scenario, line)
+    rc = process.wait()
+    timer.cancel()
+    if expired.is_set():
+        rc = 124
+    took = time.monotonic() - started
+    say(scenario, "molecule scenario %s: %ds%s" % (scenario, took, "" if rc == 0 else " (FAILED, rc %d)" % rc))
     return scenario, rc, took
+
+
+def plan(scenarios: list[str]) -> tuple[list[str], list[str]]:
+    """(the scenarios run alone first, the rest with the longest first)."""
+    alone = [s for s in scenarios if s in ALONE]
+    rest = [s for s in scenarios if s not in ALONE]
+    return alone, [s for s in LONGEST if s in rest] + [s for s in rest if s not in LONGEST]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("MOLECULE_JOBS", "2")))
+    parser.add_argument("--limit", type=float, default=float(os.environ.get("MOLECULE_SCENARIO_LIMIT", "4500")),
+                        help="seconds a scenario may take before it is stopped (default 4500: CI stops the whole run at 5,400)")
     parser.add_argument("scenarios", nargs="+")
     args = parser.parse_args(argv)
-    molecule = os.path.join(os.path.dirname(sys.executable), "molecule")
-    order = [s for s in LONGEST if s in args.scenarios] + [s for s in args.scenarios if s not in LONGEST]
+    molecule = os.environ.get("MOLECULE") or os.path.join(os.path.dirname(sys.executable), "molecule")
+    alone, order = plan(args.scenarios)
+    results = [run(s, molecule, args.limit) for s in alone]
     if args.jobs <= 1:
-        results = [run(s, molecule) for s in order]
+        results += [run(s, molecule, args.limit) for s in order]
     else:
         # one worker: the longest; the other: the rest, one after another
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            head = [pool.submit(run, s, molecule) for s in order[:1]]
-            rest = pool.submit(lambda: [run(s, molecule) for s in order[1:]])
-            results = [f.result() for f in head] + rest.result()
+            head = [pool.submit(run, s, molecule, args.limit) for s in order[:1]]
+            others = pool.submit(lambda: [run(s, molecule, args.limit) for s in order[1:]])
+            results += [f.result() for f in head] + others.result()
+    for scenario, rc, took in results:
+        print("molecule scenario %s: %ds%s" % (scenario, took, "" if rc == 0 else " (FAILED, rc %d)" % rc))
     failed = [scenario for scenario, rc, _took in results if rc != 0]
-    print("molecule: %d scenario(s), %s" % (len(results), "failed: " + ", ".join(failed) if failed else "all passed"))
+    print("molecule: %d scenario(s), %s" % (len(results), "failed: " + ", ".join(failed) if failed else "all passed"),
+          flush=True)
     return 1 if failed else 0
 
 

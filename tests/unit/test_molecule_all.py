@@ -1,0 +1,60 @@
+"""tools/molecule_all.py: the order scenarios run in, each line streamed behind its
+scenario's name as it comes, and a scenario stopped at its time limit."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "molecule_all.py"
+sys.path.insert(0, str(TOOL.parent))
+import molecule_all  # noqa: E402
+
+
+def test_kernel_wide_scenarios_run_alone_and_serve_leads_the_rest():
+    alone, rest = molecule_all.plan(["ascend_cann", "os_tuning", "serve", "vllm_runtime"])
+    assert alone == ["os_tuning"]
+    assert rest == ["serve", "ascend_cann", "vllm_runtime"]
+
+
+def fake_molecule(tmp_path: Path) -> Path:
+    """A `molecule test -s NAME` that prints two lines a second apart, sleeps for ever
+    when NAME is `hangs` and fails when NAME is `fails`."""
+    script = tmp_path / "molecule"
+    script.write_text("#!/bin/sh\necho \"$3 begins\"\nsleep 1\necho \"$3 ends\"\n"
+                      "[ \"$3\" = hangs ] && exec sleep 600\n[ \"$3\" = fails ] && exit 3\nexit 0\n")
+    script.chmod(0o755)
+    return script
+
+
+def run_tool(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=120,
+                         env={"MOLECULE": str(fake_molecule(tmp_path)), "PATH": "/usr/bin:/bin"})
+    return run, time.monotonic() - started
+
+
+def test_each_line_comes_behind_its_scenario_and_a_failure_is_counted(tmp_path):
+    run, _took = run_tool(tmp_path, "--jobs", "1", "passes", "fails")
+    lines = run.stdout.splitlines()
+    assert lines[:2] == ["[passes] passes begins", "[passes] passes ends"]
+    assert "[fails] fails ends" in lines
+    assert lines[-1] == "molecule: 2 scenario(s), failed: fails"
+    assert run.returncode == 1
+
+
+def test_os_tuning_ends_before_the_others_begin(tmp_path):
+    run, _took = run_tool(tmp_path, "--jobs", "2", "serve", "os_tuning", "other")
+    lines = run.stdout.splitlines()
+    assert lines[:2] == ["[os_tuning] os_tuning begins", "[os_tuning] os_tuning ends"], lines
+    assert run.returncode == 0
+
+
+def test_a_scenario_past_its_limit_is_stopped_and_failed(tmp_path):
+    run, took = run_tool(tmp_path, "--jobs", "2", "--limit", "3", "hangs", "passes")
+    assert "[hangs] time limit of 3s reached: stopping the scenario" in run.stdout
+    assert re.search(r"^molecule scenario hangs: \d+s \(FAILED, rc 124\)$", run.stdout, re.M), run.stdout
+    assert run.stdout.splitlines()[-1] == "molecule: 2 scenario(s), failed: hangs"
+    assert run.returncode == 1 and took < 60
