@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("MOLECULE_JOBS", "2")))
     parser.add_argument("--limit", type=float, default=float(os.environ.get("MOLECULE_SCENARIO_LIMIT", "4500")),
-                        help="seconds a scenario may take before it is stopped (default 4500: CI stops the whole run at 5,400)")
+                        help="seconds a scenario may take before it is stopped (default 4500; CI's own limit "
+                             "for the whole run is 5,400)")
     parser.add_argument("scenarios", nargs="+")
     args = parser.parse_args(argv)
     molecule = os.environ.get("MOLECULE") or os.path.join(os.path.dirname(sys.executable), "molecule")
