@@ -4,10 +4,7 @@
 `make molecule` calls it.  Scenario `serve` (a whole fleet, its rollouts under load)
 takes most of the time and the others mostly wait on apt and Ansible, so by default
 `serve` runs beside the others, which run one after another (--jobs 1: every scenario
-one after another).  A scenario that changes kernel state every container shares
-(`os_tuning` sets and resets vm.* sysctls and transparent hugepages, which no namespace
-holds) runs alone, before the others start, so that no other scenario's idempotence or
-checks see its values come and go.
+one after another).
 
 Each line a scenario prints is printed as it comes, behind the scenario's name; each
 scenario has a time limit (--limit, seconds), past which it is stopped and counted as
@@ -28,8 +25,6 @@ import time
 
 # The scenarios that take longest first; the others after them in the order given.
 LONGEST = ("serve",)
-# Scenarios that change what every container shares: run alone, first.
-ALONE = ("os_tuning",)
 PRINT = threading.Lock()
 
 
@@ -74,11 +69,9 @@ def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float]:
     return scenario, rc, took
 
 
-def plan(scenarios: list[str]) -> tuple[list[str], list[str]]:
-    """(the scenarios run alone first, the rest with the longest first)."""
-    alone = [s for s in scenarios if s in ALONE]
-    rest = [s for s in scenarios if s not in ALONE]
-    return alone, [s for s in LONGEST if s in rest] + [s for s in rest if s not in LONGEST]
+def plan(scenarios: list[str]) -> list[str]:
+    """The scenarios in the order they start: the longest first."""
+    return [s for s in LONGEST if s in scenarios] + [s for s in scenarios if s not in LONGEST]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,16 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenarios", nargs="+")
     args = parser.parse_args(argv)
     molecule = os.environ.get("MOLECULE") or os.path.join(os.path.dirname(sys.executable), "molecule")
-    alone, order = plan(args.scenarios)
-    results = [run(s, molecule, args.limit) for s in alone]
+    order = plan(args.scenarios)
     if args.jobs <= 1:
-        results += [run(s, molecule, args.limit) for s in order]
+        results = [run(s, molecule, args.limit) for s in order]
     else:
         # one worker: the longest; the other: the rest, one after another
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             head = [pool.submit(run, s, molecule, args.limit) for s in order[:1]]
             others = pool.submit(lambda: [run(s, molecule, args.limit) for s in order[1:]])
-            results += [f.result() for f in head] + others.result()
+            results = [f.result() for f in head] + others.result()
     for scenario, rc, took in results:
         print("molecule scenario %s: %ds%s" % (scenario, took, "" if rc == 0 else " (FAILED, rc %d)" % rc))
     failed = [scenario for scenario, rc, _took in results if rc != 0]
