@@ -131,15 +131,16 @@ def test_restarting_or_stopping_nftables_keeps_the_engines_table(host):
 
 def test_a_raw_restart_of_an_engine_loses_no_request(host):
     """`systemctl restart vllm@main` on node1 (what an admin, a reboot or a unit edit does),
-    not the rollout's drain, once 24 streams run on node1's engine itself and under a load
-    through the gateway.  The graceful stop (--shutdown-timeout from the plan,
-    KillMode=mixed) lets the 24 streams finish before the engine stops.  While it drains,
+    not the rollout's drain, once 24 streams of 100 tokens run on node1's engine itself and
+    under a load through the gateway.  The graceful stop (--shutdown-timeout from the plan,
+    52 s here, KillMode=mixed) lets the 24 streams finish before the engine stops (streams
+    of 300 tokens under this load had 188 when the timeout aborted them).  While it drains,
     vLLM answers new requests 500 ("cannot schedule new futures after shutdown"), then
     refuses connections until it serves again: the gateway retries both on node2 (nothing
     had reached the client), so nothing through the gateway fails either."""
     node1 = other(host, "node1")
     streams_then_restart = ["docker", "exec", node1.ansible.get_variables()["ansible_host"], VENV, "-c",
-                            RESTART_UNDER_STREAMS, "http://%s:8000" % address(node1), ENGINE_KEY, MODEL, "24", "300"]
+                            RESTART_UNDER_STREAMS, "http://%s:8000" % address(node1), ENGINE_KEY, MODEL, "24", "100"]
     gateway = "https://%s:443" % address(host)
     with Load(gateway, str(CA), KEY, MODEL, clients=6, rate=3.0) as load:
         time.sleep(5)
