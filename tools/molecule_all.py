@@ -8,7 +8,8 @@ one after another).
 
 Each line a scenario prints is printed as it comes, behind the scenario's name; each
 scenario has a time limit (--limit, seconds), past which it is stopped and counted as
-failed.  The exit status is non-zero when any scenario failed.
+failed.  The exit status is non-zero when any scenario failed.  MOLECULE names another
+molecule command (the unit tests give a stand-in).
 
     molecule_all.py [--jobs 1|2] [--limit SECONDS] SCENARIO ...
 """
@@ -32,6 +33,10 @@ def say(scenario: str, line: str) -> None:
     with PRINT:
         sys.stdout.write("[%s] %s\n" % (scenario, line.rstrip("\n")))
         sys.stdout.flush()
+
+
+def verdict(scenario: str, rc: int, took: float) -> str:
+    return "molecule scenario %s: %ds%s" % (scenario, took, "" if rc == 0 else " (FAILED, rc %d)" % rc)
 
 
 def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float]:
@@ -65,7 +70,7 @@ def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float]:
     if expired.is_set():
         rc = 124
     took = time.monotonic() - started
-    say(scenario, "molecule scenario %s: %ds%s" % (scenario, took, "" if rc == 0 else " (FAILED, rc %d)" % rc))
+    say(scenario, verdict(scenario, rc, took))
     return scenario, rc, took
 
 
@@ -93,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             others = pool.submit(lambda: [run(s, molecule, args.limit) for s in order[1:]])
             results = [f.result() for f in head] + others.result()
     for scenario, rc, took in results:
-        print("molecule scenario %s: %ds%s" % (scenario, took, "" if rc == 0 else " (FAILED, rc %d)" % rc))
+        print(verdict(scenario, rc, took))
     failed = [scenario for scenario, rc, _took in results if rc != 0]
     print("molecule: %d scenario(s), %s" % (len(results), "failed: " + ", ".join(failed) if failed else "all passed"),
           flush=True)

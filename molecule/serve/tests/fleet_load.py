@@ -54,6 +54,7 @@ class Load:
 
     def attempt(self, streaming: bool, started: float) -> tuple:
         """ok, failed, or closed: no answer at all on a connection the gateway closed."""
+        kind = "stream" if streaming else "chat"
         try:
             if streaming:
                 finish, chunks = None, 0
@@ -63,19 +64,19 @@ class Load:
                     chunks += 1
                     finish = chunk.choices[0].finish_reason if chunk.choices else finish
                 if finish not in ("length", "stop"):
-                    return ("failed", "stream", "cut after %d chunks" % chunks, started)
-                return ("ok", "stream", "", started)
+                    return ("failed", kind, "cut after %d chunks" % chunks, started)
+                return ("ok", kind, "", started)
             reply = self.api.chat.completions.create(model=self.model, messages=CHAT, max_tokens=self.max_tokens,
                                                      extra_body={"ignore_eos": True})
             if reply.usage.completion_tokens < 1:
-                return ("failed", "chat", "no tokens", started)
-            return ("ok", "chat", "", started)
+                return ("failed", kind, "no tokens", started)
+            return ("ok", kind, "", started)
         except openai.APITimeoutError as exc:
-            return ("failed", "stream" if streaming else "chat", repr(exc)[:300], started)
+            return ("failed", kind, repr(exc)[:300], started)
         except openai.APIConnectionError as exc:
-            return ("closed", "stream" if streaming else "chat", repr(exc.__cause__ or exc)[:300], started)
+            return ("closed", kind, repr(exc.__cause__ or exc)[:300], started)
         except Exception as exc:  # every failure is counted and reported
-            return ("failed", "stream" if streaming else "chat", repr(exc)[:300], started)
+            return ("failed", kind, repr(exc)[:300], started)
 
     def client(self, number: int) -> None:
         for _ in range(self.limit):
