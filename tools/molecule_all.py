@@ -4,7 +4,9 @@
 `make molecule` calls it.  Scenario `serve` (a whole fleet, its rollouts under load)
 takes most of the time and the others mostly wait on apt and Ansible, so by default
 `serve` runs beside the others, which run one after another (--jobs 1: every scenario
-one after another).
+one after another).  A scenario that sets kernel state no container has its own of
+(`os_tuning`: vm.* sysctls, transparent huge pages) runs last, alone, so that it cannot
+change what another scenario's idempotence or verify reads.
 
 Each line a scenario prints is printed as it comes, behind the scenario's name; each
 scenario has a time limit (--limit, seconds), past which it is stopped and counted as
@@ -24,8 +26,10 @@ import sys
 import threading
 import time
 
-# The scenarios that take longest first; the others after them in the order given.
+# The scenarios that take longest first; the others after them in the order given; those
+# that change host-wide kernel state last, with nothing beside them.
 LONGEST = ("serve",)
+ALONE = ("os_tuning",)
 PRINT = threading.Lock()
 
 
@@ -74,9 +78,12 @@ def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float]:
     return scenario, rc, took
 
 
-def plan(scenarios: list[str]) -> list[str]:
-    """The scenarios in the order they start: the longest first."""
-    return [s for s in LONGEST if s in scenarios] + [s for s in scenarios if s not in LONGEST]
+def plan(scenarios: list[str]) -> tuple[list[str], list[str]]:
+    """The scenarios that may run side by side, in the order they start (the longest
+    first), and those that run afterwards, one at a time with nothing beside them."""
+    shared = [s for s in scenarios if s not in ALONE]
+    return ([s for s in LONGEST if s in shared] + [s for s in shared if s not in LONGEST],
+            [s for s in scenarios if s in ALONE])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenarios", nargs="+")
     args = parser.parse_args(argv)
     molecule = os.environ.get("MOLECULE") or os.path.join(os.path.dirname(sys.executable), "molecule")
-    order = plan(args.scenarios)
+    order, alone = plan(args.scenarios)
     if args.jobs <= 1:
         results = [run(s, molecule, args.limit) for s in order]
     else:
@@ -97,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             head = [pool.submit(run, s, molecule, args.limit) for s in order[:1]]
             others = pool.submit(lambda: [run(s, molecule, args.limit) for s in order[1:]])
             results = [f.result() for f in head] + others.result()
+    results += [run(s, molecule, args.limit) for s in alone]
     for scenario, rc, took in results:
         print(verdict(scenario, rc, took))
     failed = [scenario for scenario, rc, _took in results if rc != 0]

@@ -13,8 +13,9 @@ sys.path.insert(0, str(TOOL.parent))
 import molecule_all  # noqa: E402
 
 
-def test_serve_starts_first_and_the_rest_keep_their_order():
-    assert molecule_all.plan(["ascend_cann", "os_tuning", "serve"]) == ["serve", "ascend_cann", "os_tuning"]
+def test_serve_starts_first_the_rest_keep_their_order_and_os_tuning_waits():
+    assert molecule_all.plan(["ascend_cann", "os_tuning", "serve", "vllm_runtime"]) == (
+        ["serve", "ascend_cann", "vllm_runtime"], ["os_tuning"])
 
 
 def fake_molecule(tmp_path: Path) -> Path:
@@ -41,6 +42,15 @@ def test_each_line_comes_behind_its_scenario_and_a_failure_is_counted(tmp_path):
     assert "[fails] fails ends" in lines
     assert lines[-1] == "molecule: 2 scenario(s), failed: fails"
     assert run.returncode == 1
+
+
+def test_os_tuning_runs_when_every_other_scenario_has_ended(tmp_path):
+    """It sets vm.* sysctls and huge pages, which the containers share with the machine."""
+    run, _took = run_tool(tmp_path, "--jobs", "2", "os_tuning", "serve", "passes")
+    lines = run.stdout.splitlines()
+    begins = lines.index("[os_tuning] os_tuning begins")
+    assert begins > max(lines.index("[serve] serve ends"), lines.index("[passes] passes ends")), lines
+    assert run.returncode == 0, run.stdout
 
 
 def test_a_scenario_past_its_limit_is_stopped_and_failed(tmp_path):
