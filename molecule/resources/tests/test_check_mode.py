@@ -1,0 +1,44 @@
+"""Check mode on the converged hosts changes nothing, in every scenario: what an operator
+runs to preview a change (`--check`) must report changed=0 on hosts that have nothing to
+change, or it previews changes that a run would not make.  Molecule's own `check` step
+runs a playbook with --check without looking at what it reports; this test runs the
+scenario's converge playbook that way after converge and idempotence, and asserts the
+recap of every host, naming each task that says it would change.  (Every scenario's
+verifier collects this file: .config/molecule/config.yml.)"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from testinfra.utils.ansible_runner import AnsibleRunner
+
+
+def changed_tasks(output: str) -> list:
+    """'host: task' for every task the run says it changed (or, in check mode, would)."""
+    found = []
+    for section in output.split("\nTASK [")[1:]:
+        name = section.split("]", 1)[0]
+        found += ["%s: %s" % (host, name) for host in re.findall(r"^changed: \[([^\]]+)\]", section, re.M)]
+    return found
+
+
+def test_check_mode_on_the_converged_hosts_changes_nothing():
+    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    converge = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
+    started = time.monotonic()
+    run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i", inventory, "--check",
+                          str(converge)], capture_output=True, text=True,
+                         cwd=os.environ.get("MOLECULE_PROJECT_DIRECTORY"),
+                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+                                  ANSIBLE_STDOUT_CALLBACK="default"))
+    output = run.stdout + run.stderr
+    recap = {host: int(changed) for host, changed in
+             re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", output, re.M)}
+    print("%s --check on the converged hosts: %.0fs, changed %s" % (converge.name, time.monotonic() - started, recap))
+    assert run.returncode == 0, output[-3000:]
+    hosts = sorted(AnsibleRunner(inventory).get_hosts("all"))
+    assert recap == dict.fromkeys(hosts, 0), changed_tasks(output)
