@@ -43,3 +43,13 @@ def root() -> Path:
 
 
 sys.path.insert(0, str(ROOT / "tools"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--reverse", action="store_true",
+                     help="run the collected tests in reverse order (make unit: each file alone, reversed)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--reverse"):
+        items.reverse()
