@@ -126,7 +126,10 @@ def check_wheel(filename: str, python_version: str, glibc: str | None, machine: 
 def supported_platforms(glibc: str, machine: str) -> list:
     """The platform tags pip accepts on this host, newest first (for pip download)."""
     major, minor = version_tuple(glibc)[:2]
-    tags = ["manylinux_%d_%d_%s" % (major, m, machine) for m in range(minor, 4, -1)]
+    # pip (packaging.tags) starts manylinux at glibc 2.5 on x86 and at 2.17 elsewhere:
+    # manylinux2014 (PEP 599) is the first to define the other architectures
+    oldest = 5 if machine in ("x86_64", "i686") else 17
+    tags = ["manylinux_%d_%d_%s" % (major, m, machine) for m in range(minor, oldest - 1, -1)]
     tags += ["%s_%s" % (legacy, machine) for legacy, need in LEGACY_MANYLINUX.items()
-             if need <= (major, minor)]
+             if (2, oldest) <= need <= (major, minor)]
     return tags + ["linux_%s" % machine]

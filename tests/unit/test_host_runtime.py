@@ -1,13 +1,27 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 
+import pytest
 from ansible.module_utils.host_runtime import disk_space, glibc_version
 
 
-def test_glibc_version_is_read_like_pip():
-    version = glibc_version()
-    assert version is not None and version == os.confstr("CS_GNU_LIBC_VERSION").split()[1]
+def test_glibc_version_is_the_one_ldd_reports():
+    """ldd --version ("ldd (Debian GLIBC 2.36-9+deb12u10) 2.36"): the C library's own word."""
+    ldd = subprocess.run(["ldd", "--version"], capture_output=True, text=True, check=True).stdout
+    assert glibc_version() == re.match(r"ldd \(.*\) (\d+\.\d+)$", ldd.splitlines()[0]).group(1)
+
+
+@pytest.mark.parametrize("answer", ["musl libc", "", OSError("confstr: no such name")])
+def test_a_host_without_glibc_has_no_glibc_version(monkeypatch, answer):
+    def confstr(name):
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    monkeypatch.setattr(os, "confstr", confstr)
+    assert glibc_version() is None
 
 
 def test_disk_space_of_a_path_that_does_not_exist_yet(tmp_path):

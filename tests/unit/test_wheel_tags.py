@@ -6,6 +6,7 @@ import itertools
 import pytest
 from ansible.module_utils.wheel_tags import (WheelNameError, check_wheel, parse_wheel,
                                              supported_platforms)
+from packaging import _manylinux
 from packaging import tags as ptags
 from packaging.utils import parse_wheel_filename
 
@@ -54,9 +55,19 @@ def test_not_a_wheel_name():
         parse_wheel("vllm-0.33.0.tar.gz")
 
 
+def pip_platforms(glibc: str, machine: str) -> list:
+    """The platform tags packaging (pip) generates on a host of that glibc and machine:
+    its own manylinux logic, told the host's glibc and that the interpreter is built for
+    ``machine`` (it reads both from the running interpreter), not the code under test."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_manylinux, "_get_glibc_version", lambda: tuple(int(p) for p in glibc.split(".")))
+        patch.setattr(_manylinux, "_have_compatible_abi", lambda executable, archs: True)
+        return list(_manylinux.platform_tags([machine])) + ["linux_%s" % machine]
+
+
 def pip_accepts(wheel: str, python: tuple, glibc: str, machine: str) -> bool:
     """What packaging.tags (pip) says, for an interpreter/glibc we are not running on."""
-    platforms = supported_platforms(glibc, machine)
+    platforms = pip_platforms(glibc, machine)
     supported = set(itertools.chain(
         ptags.cpython_tags(python, platforms=platforms),
         ptags.compatible_tags(python, "cp%d%d" % python, platforms=platforms)))
@@ -75,6 +86,14 @@ def pip_accepts(wheel: str, python: tuple, glibc: str, machine: str) -> bool:
 def test_same_answer_as_packaging(wheel, python, glibc, machine):
     ours = check_wheel(wheel, "%d.%d" % python, glibc, machine)["compatible"]
     assert ours == pip_accepts(wheel, python, glibc, machine)
+
+
+@pytest.mark.parametrize("glibc,machine", [("2.17", "x86_64"), ("2.28", "x86_64"), ("2.31", "x86_64"),
+                                           ("2.39", "x86_64"), ("2.28", "aarch64"), ("2.34", "aarch64")])
+def test_the_platforms_downloaded_for_are_the_ones_pip_accepts(glibc, machine):
+    ours = supported_platforms(glibc, machine)
+    assert ours[0] == "manylinux_%s_%s" % (glibc.replace(".", "_"), machine)
+    assert sorted(ours) == sorted(pip_platforms(glibc, machine))
 
 
 def test_supported_platforms_cover_the_legacy_aliases():
