@@ -4,7 +4,8 @@ accelerator_exporter tests: the real binary reads the NPUs through the driver's 
 library and cannot run here.  This one takes its startup parameters (-ip=, -port=,
 -logFile=, Go's flag syntax) and serves, on http://ip:port/metrics, the series of the
 documented Metrics interface for one chip (made-up values, labels id and model_name),
-and writes a line to its log file.
+and writes a line to its log file.  It refuses a flag it does not implement and starts
+only with -ip and -port given.
 
   npu_exporter_standin.py DEST   # writes DEST/npu-exporter, prints its sha256
 """
@@ -17,7 +18,21 @@ from pathlib import Path
 EXPORTER = r'''#!/usr/bin/python3
 # STAND-IN for Huawei's npu-exporter (vllm-fleet tests): no NPU; made-up values.
 import http.server, sys
-flags = dict(arg.lstrip("-").split("=", 1) for arg in sys.argv[1:] if "=" in arg)
+# The startup parameters this stand-in implements (the real one has more); as Go's flag
+# package does, anything else is refused.  No defaults for -ip and -port: the real
+# default port is the fleet's own, so a dropped flag would pass unseen.
+KNOWN = ("ip", "port", "updateTime", "logFile", "logLevel")
+flags, args = {}, sys.argv[1:]
+while args:
+    name, equals, value = args.pop(0).lstrip("-").partition("=")
+    if name not in KNOWN:
+        sys.exit("flag provided but not defined: -%s" % name)
+    if not equals and not args:
+        sys.exit("flag needs an argument: -%s" % name)
+    flags[name] = value if equals else args.pop(0)
+missing = [name for name in ("ip", "port") if not flags.get(name)]
+if missing:
+    sys.exit("STAND-IN npu-exporter: give %s" % ", ".join("-" + name for name in missing))
 labels = 'id="0",model_name="Ascend910B3",vdie_id="STANDIN",pcie_bus_info="0000:C1:00.0"'
 series = [("machine_npu_nums", "Amount of npu installed on the machine.", None, 1),
           ("npu_chip_info_health_status", "the npu health status", labels, 1),
@@ -31,7 +46,7 @@ body = "".join("# HELP %s %s\n# TYPE %s gauge\n%s%s %s\n" % (n, h, n, n, "{%s}" 
                for n, h, l, v in series).encode()
 if flags.get("logFile"):
     with open(flags["logFile"], "a") as log:
-        log.write("npu-exporter STAND-IN listening on %s:%s\n" % (flags.get("ip", "127.0.0.1"), flags.get("port")))
+        log.write("npu-exporter STAND-IN listening on %s:%s\n" % (flags["ip"], flags["port"]))
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200 if self.path == "/metrics" else 404)
@@ -39,7 +54,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body if self.path == "/metrics" else b"")
     def log_message(self, *a):
         pass
-http.server.HTTPServer((flags.get("ip", "127.0.0.1"), int(flags.get("port", "8082"))), Handler).serve_forever()
+http.server.HTTPServer((flags["ip"], int(flags["port"])), Handler).serve_forever()
 '''
 
 

@@ -6,7 +6,10 @@ loaded), so these packages only carry the names, versions and the
 nvidia-persistenced / nvidia-fabricmanager units of the real ones; the role's
 repository setup, holds, fabric-manager version matching and drift checks run
 against them.  DCGM and dcgm-exporter likewise (role accelerator_exporter): the
-stand-in dcgm-exporter takes the real one's --collectors FILE and --address ADDR:PORT
+stand-in dcgm-exporter takes the real one's --collectors FILE and --address ADDR:PORT,
+both required (the real one defaults to the fleet's own port, so a dropped flag would
+pass unseen), refuses a field that is not in NVIDIA's published default-counters.csv
+(tests/fixtures/metrics/dcgm-exporter.names) and a type that is not a Prometheus one,
 and serves each field of FILE on /metrics with made-up values and dcgm-exporter's
 labels.  Every package says STAND-IN in its description.
 
@@ -18,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+# DCGM's fields as NVIDIA's default-counters.csv lists them, with their Prometheus types.
+FIELDS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "metrics" / "dcgm-exporter.names"
 
 DRIVER = "580.159.04"
 PACKAGES = [
@@ -34,16 +40,22 @@ PACKAGES = [
 # STAND-IN /usr/bin/dcgm-exporter: the flags and the exposition of the real one.
 DCGM_EXPORTER = r"""#!/usr/bin/python3
 # STAND-IN for NVIDIA's dcgm-exporter (vllm-fleet tests): no GPU, no DCGM; made-up values.
-import argparse, http.server, socket
-parser = argparse.ArgumentParser()
-parser.add_argument("-f", "--collectors", default="/etc/dcgm-exporter/default-counters.csv")
-parser.add_argument("-a", "--address", default=":9400")
+import argparse, http.server, socket, sys
+KNOWN = @KNOWN@
+parser = argparse.ArgumentParser(prog="dcgm-exporter")
+parser.add_argument("-f", "--collectors", required=True)
+parser.add_argument("-a", "--address", required=True)
 args = parser.parse_args()
 fields = []
-for line in open(args.collectors):
+for number, line in enumerate(open(args.collectors), 1):
     line = line.strip()
     if line and not line.startswith("#"):
         name, kind, help_text = [part.strip() for part in line.split(",", 2)]
+        if kind not in ("gauge", "counter", "label"):
+            sys.exit("%s:%d: %r is not a Prometheus metric type" % (args.collectors, number, kind))
+        if name not in KNOWN:
+            sys.exit("%s:%d: %s is not a DCGM field (STAND-IN: the fields of default-counters.csv)"
+                     % (args.collectors, number, name))
         fields.append((name, kind, help_text))
 labels = 'gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:19:00.0",' \
          'device="nvidia0",modelName="NVIDIA H200",Hostname="%s"' % socket.gethostname()
@@ -62,6 +74,16 @@ http.server.HTTPServer((host, int(port)), Handler).serve_forever()
 """
 
 
+def published_fields() -> dict:
+    """{field: Prometheus type} of NVIDIA's default-counters.csv."""
+    return dict(line.split() for line in FIELDS.read_text().splitlines() if line and not line.startswith("#"))
+
+
+def dcgm_exporter() -> str:
+    """The STAND-IN dcgm-exporter's script."""
+    return DCGM_EXPORTER.replace("@KNOWN@", repr(published_fields()))
+
+
 def build(dest: Path, name: str, version: str, unit: str | None, command: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -78,7 +100,7 @@ def build(dest: Path, name: str, version: str, unit: str | None, command: str | 
                 f"[Service]\nExecStart={command}\n\n[Install]\nWantedBy=multi-user.target\n")
         if name == "dcgm-exporter":
             (root / "usr" / "bin").mkdir(parents=True)
-            (root / "usr" / "bin" / "dcgm-exporter").write_text(DCGM_EXPORTER)
+            (root / "usr" / "bin" / "dcgm-exporter").write_text(dcgm_exporter())
             (root / "usr" / "bin" / "dcgm-exporter").chmod(0o755)
         subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(root),
                         str(dest / f"{name}_{version}-1_all.deb")], check=True, capture_output=True)

@@ -1,0 +1,97 @@
+"""The STAND-INs refuse what the real programs refuse, and agree with the real packages'
+published metadata, so that a test passing against them says something about the real
+ones."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import npu_exporter_standin  # noqa: E402
+import nvidia_standin  # noqa: E402
+
+EXPORTER_DEFAULTS = yaml.safe_load((ROOT / "roles" / "accelerator_exporter" / "defaults" / "main.yml").read_text())
+
+
+@pytest.fixture
+def dcgm_exporter(tmp_path):
+    """``dcgm_exporter(csv, *flags)`` -> the stand-in started with ``--collectors`` of that
+    text and the flags (a Popen)."""
+    script = tmp_path / "dcgm-exporter"
+    script.write_text(nvidia_standin.dcgm_exporter())
+    started = []
+
+    def start(csv: str, *flags: str) -> subprocess.Popen:
+        (tmp_path / "counters.csv").write_text(csv)
+        process = subprocess.Popen([sys.executable, str(script), "--collectors", str(tmp_path / "counters.csv"),
+                                    *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_fleets_dcgm_fields_are_nvidias_with_nvidias_types():
+    published = nvidia_standin.published_fields()
+    ours = {name: kind for name, kind, _help in EXPORTER_DEFAULTS["accelerator_exporter_dcgm_counters"]}
+    assert ours and {name: published.get(name) for name in ours} == ours
+
+
+def test_dcgm_exporter_stand_in_has_no_default_address(dcgm_exporter):
+    process = dcgm_exporter("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+    _out, err = process.communicate(timeout=30)
+    assert process.returncode == 2 and "--address" in err
+
+
+@pytest.mark.parametrize("line,reason", [
+    ("DCGM_FI_DEV_GPU_TEMPERATURE, gauge, a field DCGM does not have", "is not a DCGM field"),
+    ("DCGM_FI_DEV_GPU_TEMP, histogram, not a type dcgm-exporter takes", "is not a Prometheus metric type"),
+])
+def test_dcgm_exporter_stand_in_refuses_what_is_not_in_the_published_file(dcgm_exporter, line, reason):
+    process = dcgm_exporter(line + "\n", "--address", "127.0.0.1:%d" % free_port())
+    _out, err = process.communicate(timeout=30)
+    assert process.returncode == 1 and reason in err and "counters.csv:1:" in err
+
+
+def test_dcgm_exporter_stand_in_serves_the_files_fields_on_the_address_given(dcgm_exporter):
+    port = free_port()
+    dcgm_exporter("# a comment\nDCGM_FI_DEV_FB_USED, gauge, used\nDCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, retries\n",
+                  "--address", "127.0.0.1:%d" % port)
+    for _ in range(100):
+        try:
+            text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+            break
+        except OSError:
+            time.sleep(0.1)
+    types = dict(line.split()[2:4] for line in text.splitlines() if line.startswith("# TYPE "))
+    assert types == {"DCGM_FI_DEV_FB_USED": "gauge", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "counter"}
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["-ip=127.0.0.1"], "STAND-IN npu-exporter: give -port"),
+    (["-port=8082"], "STAND-IN npu-exporter: give -ip"),
+    (["-ip=127.0.0.1", "-port=8082", "-listenPort=9"], "flag provided but not defined: -listenPort"),
+    (["-ip=127.0.0.1", "-port"], "flag needs an argument: -port"),
+])
+def test_npu_exporter_stand_in_refuses_missing_and_unknown_flags(tmp_path, flags, message):
+    script = tmp_path / "npu-exporter"
+    script.write_text(npu_exporter_standin.EXPORTER)
+    done = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and done.stderr.strip() == message
