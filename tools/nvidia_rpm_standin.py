@@ -6,8 +6,9 @@ No RHEL-family host can be built on these machines (only Debian's packages are
 reachable), so the molecule scenario nvidia_driver_dnf runs the role's dnf path on a
 Debian container with Debian's dnf, rpm and dnf-plugins-core, against these packages:
 they carry only the names, versions, dependencies and the persistenced / fabric
-manager units of NVIDIA's, and every one says STAND-IN in its summary.  Run it where
-rpmbuild, rpmsign, createrepo_c and gpg are (the container):
+manager units and STAND-IN daemons (tools/nvidia_daemons.py, beside this file) of
+NVIDIA's, and every one says STAND-IN in its summary.  Run it where rpmbuild, rpmsign,
+createrepo_c and gpg are (the container):
 
   nvidia_rpm_standin.py DEST   # DEST/*.rpm, DEST/repodata, DEST/RPM-GPG-KEY-standin
 """
@@ -19,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import nvidia_daemons
 
 DRIVER = "580.159.04"
 SIGNER = "vllm-fleet stand-in <standin@localhost>"
@@ -41,13 +44,14 @@ def spec(name: str, version: str, requires: list, unit: str | None) -> str:
     lines += [f"Requires: {req}" for req in requires]
     lines += ["%description", f"STAND-IN for {name}.", "%install"]
     files = ["%files"]
-    if unit:
-        path = f"/usr/lib/systemd/system/{unit}.service"
-        lines += ["mkdir -p %{buildroot}/usr/lib/systemd/system",
-                  f"printf '[Unit]\\nDescription=STAND-IN {unit}\\n\\n[Service]\\nExecStart=/usr/bin/sleep "
-                  f"infinity\\n\\n[Install]\\nWantedBy=multi-user.target\\n' > %{{buildroot}}{path}"]
-        files.append(path)
-    return "\n".join(lines + files) + "\n"
+    for path, (text, mode) in (nvidia_daemons.files(unit, version) if unit else {}).items():
+        # a quoted here-document: the shell leaves the text alone; rpm's macros need %%
+        lines += [f"mkdir -p %{{buildroot}}{os.path.dirname(path)}",
+                  f"cat > %{{buildroot}}{path} <<'STANDIN_EOF'", text.rstrip("\n").replace("%", "%%"), "STANDIN_EOF"]
+        files.append(f"%attr({mode:o},root,root) {path}")
+    postinst = nvidia_daemons.postinst(unit or "")
+    post = ["%post", postinst.rstrip("\n")] if postinst else []
+    return "\n".join(lines + post + files) + "\n"
 
 
 def run(*argv: str, **kwargs) -> None:

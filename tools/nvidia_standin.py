@@ -3,7 +3,8 @@
 
 The real driver cannot be installed in a container (no GPU, no kernel module can be
 loaded), so these packages only carry the names, versions and the
-nvidia-persistenced / nvidia-fabricmanager units of the real ones; the role's
+nvidia-persistenced / nvidia-fabricmanager units and STAND-IN daemons
+(tools/nvidia_daemons.py) of the real ones; the role's
 repository setup, holds, fabric-manager version matching and drift checks run
 against them.  DCGM and dcgm-exporter likewise (role accelerator_exporter): the
 stand-in dcgm-exporter takes the real one's --collectors FILE and --address ADDR:PORT,
@@ -22,21 +23,23 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nvidia_daemons
+
 # DCGM's fields as NVIDIA's default-counters.csv lists them, with their Prometheus types.
 FIELDS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "metrics" / "dcgm-exporter.names"
 
 DRIVER = "580.159.04"
 PACKAGES = [
-    ("nvidia-driver-580-open", DRIVER, "nvidia-persistenced",
-     "/usr/bin/sleep infinity"),
-    ("nvidia-fabricmanager-580", DRIVER, "nvidia-fabricmanager", "/usr/bin/sleep infinity"),
+    ("nvidia-driver-580-open", DRIVER, "nvidia-persistenced"),
+    ("nvidia-fabricmanager-580", DRIVER, "nvidia-fabricmanager"),
     # an older fabric manager, to make the driver/fabric-manager skew the role must refuse
-    ("nvidia-fabricmanager-580", "580.142.00", "nvidia-fabricmanager", "/usr/bin/sleep infinity"),
-    ("datacenter-gpu-manager-4-core", "4.6.0", None, None),
-    ("datacenter-gpu-manager-4-proprietary", "4.6.0", None, None),
+    ("nvidia-fabricmanager-580", "580.142.00", "nvidia-fabricmanager"),
+    ("datacenter-gpu-manager-4-core", "4.6.0", None),
+    ("datacenter-gpu-manager-4-proprietary", "4.6.0", None),
     # the package's own unit, which the role stops for its own
-    ("dcgm-exporter", "4.8.3", "dcgm-exporter", "/usr/bin/dcgm-exporter"),
+    ("dcgm-exporter", "4.8.3", "dcgm-exporter"),
 ]
+DCGM_COUNTERS = "/etc/dcgm-exporter/default-counters.csv"
 # STAND-IN /usr/bin/dcgm-exporter: the flags and the exposition of the real one.
 DCGM_EXPORTER = r"""#!/usr/bin/python3
 # STAND-IN for NVIDIA's dcgm-exporter (vllm-fleet tests): no GPU, no DCGM; made-up values.
@@ -84,7 +87,24 @@ def dcgm_exporter() -> str:
     return DCGM_EXPORTER.replace("@KNOWN@", repr(published_fields()))
 
 
-def build(dest: Path, name: str, version: str, unit: str | None, command: str | None) -> None:
+def package_files(name: str, version: str, unit: str | None) -> dict:
+    """{path: (text, mode)} of a stand-in package."""
+    if unit is None:
+        return {}
+    if unit != "dcgm-exporter":
+        return nvidia_daemons.files(unit, version)
+    return {
+        "/usr/lib/systemd/system/dcgm-exporter.service": (
+            "[Unit]\nDescription=STAND-IN dcgm-exporter (vllm-fleet tests)\n\n[Service]\n"
+            "ExecStart=/usr/bin/dcgm-exporter --collectors %s --address :9400\n\n"
+            "[Install]\nWantedBy=multi-user.target\n" % DCGM_COUNTERS, 0o644),
+        "/usr/bin/dcgm-exporter": (dcgm_exporter(), 0o755),
+        DCGM_COUNTERS: ("".join("%s, %s, %s\n" % (field, kind, field) for field, kind in published_fields().items()),
+                        0o644),
+    }
+
+
+def build(dest: Path, name: str, version: str, unit: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "DEBIAN").mkdir()
@@ -92,16 +112,15 @@ def build(dest: Path, name: str, version: str, unit: str | None, command: str | 
             f"Package: {name}\nVersion: {version}-1\nArchitecture: all\n"
             "Maintainer: vllm-fleet tests <vllm-fleet@localhost>\n"
             f"Description: STAND-IN for NVIDIA's {name} (vllm-fleet tests; no driver inside)\n")
-        if unit:
-            units = root / "usr" / "lib" / "systemd" / "system"
-            units.mkdir(parents=True)
-            (units / f"{unit}.service").write_text(
-                f"[Unit]\nDescription=STAND-IN {unit} (vllm-fleet tests)\n\n"
-                f"[Service]\nExecStart={command}\n\n[Install]\nWantedBy=multi-user.target\n")
-        if name == "dcgm-exporter":
-            (root / "usr" / "bin").mkdir(parents=True)
-            (root / "usr" / "bin" / "dcgm-exporter").write_text(dcgm_exporter())
-            (root / "usr" / "bin" / "dcgm-exporter").chmod(0o755)
+        postinst = nvidia_daemons.postinst(unit or "")
+        if postinst:
+            (root / "DEBIAN" / "postinst").write_text("#!/bin/sh\nset -e\n" + postinst)
+            (root / "DEBIAN" / "postinst").chmod(0o755)
+        for path, (text, mode) in package_files(name, version, unit).items():
+            target = root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+            target.chmod(mode)
         subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(root),
                         str(dest / f"{name}_{version}-1_all.deb")], check=True, capture_output=True)
 

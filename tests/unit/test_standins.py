@@ -16,6 +16,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import npu_exporter_standin  # noqa: E402
+import nvidia_daemons  # noqa: E402
 import nvidia_standin  # noqa: E402
 
 EXPORTER_DEFAULTS = yaml.safe_load((ROOT / "roles" / "accelerator_exporter" / "defaults" / "main.yml").read_text())
@@ -95,3 +96,55 @@ def test_npu_exporter_stand_in_refuses_missing_and_unknown_flags(tmp_path, flags
     script.write_text(npu_exporter_standin.EXPORTER)
     done = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and done.stderr.strip() == message
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    """``daemon(unit, version, *argv, driver=None)`` -> the stand-in daemon of that unit
+    run with argv, the loaded driver's version line naming ``driver`` (none loaded: None)."""
+    proc = tmp_path / "version"
+
+    def run(unit: str, version: str, *argv: str, driver: str | None = None) -> subprocess.CompletedProcess:
+        (path, (text, _mode)), = [item for item in nvidia_daemons.files(unit, version).items()
+                                  if item[0].startswith("/usr/bin/")]
+        script = tmp_path / Path(path).name
+        script.write_text(text)
+        if driver:
+            proc.write_text("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  %s  Release Build\n" % driver)
+        return subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, timeout=30,
+                              env={"VLLM_FLEET_STANDIN_PROC": str(proc), "PATH": "/usr/bin:/bin"})
+    return run
+
+
+def test_the_daemons_units_run_the_stand_ins_with_nvidias_command_lines():
+    units = {unit: nvidia_daemons.files(unit, "580.159.04")["/usr/lib/systemd/system/%s.service" % unit][0]
+             for unit in ("nvidia-persistenced", "nvidia-fabricmanager")}
+    assert "ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n" in units["nvidia-persistenced"]
+    assert "ExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg\n" in \
+        units["nvidia-fabricmanager"]
+    assert all("Type=forking\n" in text and "sleep" not in text for text in units.values())
+
+
+@pytest.mark.parametrize("argv,driver,rc,message", [
+    (["--user", "root", "--persistance-mode"], "580.159.04", 2, "unrecognized arguments: --persistance-mode"),
+    (["--user", "no-such-user-here"], "580.159.04", 1, "no user no-such-user-here"),
+    (["--user", "root", "--no-persistence-mode"], None, 1, "the NVIDIA driver is not loaded"),
+])
+def test_persistenced_stand_in_refuses_what_the_real_one_does(daemon, argv, driver, rc, message):
+    done = daemon("nvidia-persistenced", "580.159.04", *argv, driver=driver)
+    assert done.returncode == rc and message in done.stderr
+
+
+@pytest.mark.parametrize("argv,driver,message", [
+    (["-c", "/usr/share/nvidia/nvswitch/fabricmanager.cfg"], "580.159.04", "config file"),
+    (["-c", "/etc/hostname"], None, "the NVIDIA driver is not loaded"),
+    (["-c", "/etc/hostname"], "580.142.00", "fabric manager version 580.159.04 and the loaded driver 580.142.00 "
+                                            "do not match"),
+])
+def test_fabric_manager_stand_in_needs_its_config_and_the_drivers_exact_version(daemon, argv, driver, message):
+    done = daemon("nvidia-fabricmanager", "580.159.04", *argv, driver=driver)
+    assert done.returncode == 1 and message in done.stderr
+
+
+def test_fabric_manager_stand_in_says_its_version(daemon):
+    assert daemon("nvidia-fabricmanager", "580.142.00", "-v").stdout == "Fabric Manager version is : 580.142.00\n"
