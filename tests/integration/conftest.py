@@ -46,14 +46,14 @@ class Run:
 
 @pytest.fixture
 def playbook(tmp_path):
-    """``playbook("preflight.yml", inventory, extra_vars={}, check=False)``.
+    """``playbook("preflight.yml", inventory, extra_vars={}, check=False, tags="")``.
 
     ``inventory`` is a path or the text of an INI inventory.  The project's paths are
     set without its ansible.cfg, whose timing callback would print beside the report.
     """
     (tmp_path / "ansible.cfg").write_text("")
 
-    def _run(name: str, inventory, extra_vars: dict | None = None, check: bool = False) -> Run:
+    def _run(name: str, inventory, extra_vars: dict | None = None, check: bool = False, tags: str = "") -> Run:
         if not isinstance(inventory, Path):
             path = tmp_path / "hosts.ini"
             path.write_text(inventory)
@@ -65,6 +65,8 @@ def playbook(tmp_path):
             argv += ["-e", f"@{tmp_path / 'vars.json'}"]
         if check:
             argv.append("--check")
+        if tags:
+            argv += ["--tags", tags]
         env = dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"),
                    ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_NOCOLOR="1",
                    ANSIBLE_LIBRARY=str(ROOT / "library"),

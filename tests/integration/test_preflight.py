@@ -257,3 +257,14 @@ def test_the_accelerator_exporters_inputs_are_checked_before_any_host_changes(pl
     _task, text = run.failure("gpu-host")
     assert "accelerator_exporter_dcgm_counters: each entry is [DCGM_FI_name" in text, text
     assert 'got ["DCGM_FI_DEV_GPU_TEMP"]' in text
+
+
+def test_the_service_tag_alone_says_which_tags_it_needs_before_changing_anything(playbook, localhost_inventory):
+    """README, "Running one stage": the service stage starts what runtime and model publish."""
+    run = playbook("site.yml", localhost_inventory,
+                   {"vllm_fleet_engine": "cpu", "preflight_model": "tiny-gemma4", "preflight_max_model_len": 1024,
+                    "vllm_fleet_api_key": "k" * 32}, tags="service")
+    assert run.rc != 0 and run.changed() == 0
+    task, text = run.failure("localhost")
+    assert task == "Check that the earlier stages ran", text
+    assert "run site.yml with --tags runtime,model,service rather than --tags service alone" in text
