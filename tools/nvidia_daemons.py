@@ -118,10 +118,12 @@ def files(unit: str, version: str) -> dict:
     return found
 
 
-def postinst(unit: str) -> str:
-    """The shell lines a package carrying ``unit`` runs after installing (the real
-    nvidia-persistenced package makes its user)."""
-    if unit != "nvidia-persistenced":
-        return ""
-    return ("getent passwd {0} >/dev/null || useradd --system --no-create-home --home-dir /nonexistent "
-            "--shell /usr/sbin/nologin {0}\n".format(PERSISTENCED_USER))
+# How the stand-in packages make the daemon's user (the real nvidia-persistenced package
+# makes its own), plus the name.
+USERADD = ["/usr/sbin/useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+           "--shell", "/usr/sbin/nologin"]
+
+
+def user(unit: str) -> str | None:
+    """The user a package carrying ``unit`` makes when it is installed."""
+    return PERSISTENCED_USER if unit == "nvidia-persistenced" else None

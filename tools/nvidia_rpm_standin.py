@@ -39,8 +39,10 @@ PACKAGES = [
 
 
 def spec(name: str, version: str, requires: list, unit: str | None) -> str:
+    # AutoReqProv: no -- the stand-in daemons' #!/usr/bin/python3 would make the packages need
+    # a python3 that no package of this container's rpm database provides
     lines = [f"Name: {name}", f"Version: {version}", "Release: 1", "License: none", "BuildArch: noarch",
-             f"Summary: STAND-IN for NVIDIA's {name} (vllm-fleet tests; no driver inside)"]
+             "AutoReqProv: no", f"Summary: STAND-IN for NVIDIA's {name} (vllm-fleet tests; no driver inside)"]
     lines += [f"Requires: {req}" for req in requires]
     lines += ["%description", f"STAND-IN for {name}.", "%install"]
     files = ["%files"]
@@ -49,8 +51,11 @@ def spec(name: str, version: str, requires: list, unit: str | None) -> str:
         lines += [f"mkdir -p %{{buildroot}}{os.path.dirname(path)}",
                   f"cat > %{{buildroot}}{path} <<'STANDIN_EOF'", text.rstrip("\n").replace("%", "%%"), "STANDIN_EOF"]
         files.append(f"%attr({mode:o},root,root) {path}")
-    postinst = nvidia_daemons.postinst(unit or "")
-    post = ["%post", postinst.rstrip("\n")] if postinst else []
+    account = nvidia_daemons.user(unit or "")
+    # a Lua scriptlet: a shell one would make the package need /bin/sh, which no package of
+    # this Debian container's rpm database provides (useradd fails harmlessly on a re-install)
+    post = ["%post -p <lua>", "rpm.execute(%s)" % ", ".join('"%s"' % arg for arg in nvidia_daemons.USERADD + [account])
+            ] if account else []
     return "\n".join(lines + post + files) + "\n"
 
 

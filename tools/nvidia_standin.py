@@ -112,9 +112,11 @@ def build(dest: Path, name: str, version: str, unit: str | None) -> None:
             f"Package: {name}\nVersion: {version}-1\nArchitecture: all\n"
             "Maintainer: vllm-fleet tests <vllm-fleet@localhost>\n"
             f"Description: STAND-IN for NVIDIA's {name} (vllm-fleet tests; no driver inside)\n")
-        postinst = nvidia_daemons.postinst(unit or "")
-        if postinst:
-            (root / "DEBIAN" / "postinst").write_text("#!/bin/sh\nset -e\n" + postinst)
+        account = nvidia_daemons.user(unit or "")
+        if account:
+            (root / "DEBIAN" / "postinst").write_text(
+                "#!/bin/sh\nset -e\ngetent passwd %s >/dev/null || %s\n"
+                % (account, " ".join(nvidia_daemons.USERADD + [account])))
             (root / "DEBIAN" / "postinst").chmod(0o755)
         for path, (text, mode) in package_files(name, version, unit).items():
             target = root / path.lstrip("/")
