@@ -9,22 +9,16 @@ own.  (Every scenario's verifier collects this file: .config/molecule/config.yml
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from testinfra.utils.ansible_runner import AnsibleRunner
 
-
-def changed_tasks(output: str) -> list:
-    """'host: task' for every task the run says it changed (or, in check mode, would)."""
-    found = []
-    for section in output.split("\nTASK [")[1:]:
-        name = section.split("]", 1)[0]
-        found += ["%s: %s" % (host, name) for host in re.findall(r"^changed: \[([^\]]+)\]", section, re.M)]
-    return found
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
+from playbook_output import changed_tasks, recap_changed  # noqa: E402
 
 
 def test_check_mode_on_the_converged_hosts_changes_nothing():
@@ -38,8 +32,7 @@ def test_check_mode_on_the_converged_hosts_changes_nothing():
                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                                   ANSIBLE_STDOUT_CALLBACK="default"))
     output = run.stdout + run.stderr
-    recap = {host: int(changed) for host, changed in
-             re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", output, re.M)}
+    recap = recap_changed(output)
     print("%s --check on the converged hosts: %.0fs, changed %s" % (converge.name, time.monotonic() - started, recap))
     assert run.returncode == 0, output[-3000:]
     hosts = sorted(AnsibleRunner(inventory).get_hosts("all"))

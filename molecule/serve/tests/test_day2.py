@@ -19,6 +19,8 @@ from pathlib import Path
 import matplotlib.image
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
+from playbook_output import printed  # noqa: E402
 from serve_hosts import other  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
@@ -32,17 +34,6 @@ def playbook(name: str, *args: str) -> tuple[int, str]:
                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                                   ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
     return run.returncode, run.stdout + run.stderr
-
-
-def printed(output: str, task: str) -> dict:
-    """host -> the msg a task printed (the default callback's ``ok: [host] => {...}``)."""
-    found, decoder = {}, json.JSONDecoder()
-    for section in output.split("\nTASK [")[1:]:
-        if not section.startswith(task + "]"):
-            continue
-        for match in re.finditer(r"^ok: \[(\w+)\] => ", section, re.M):
-            found[match.group(1)] = decoder.raw_decode(section, match.end())[0]["msg"]
-    return found
 
 
 def verdicts(output: str) -> dict:

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
+from playbook_output import recap_changed  # noqa: E402
 from fleet_load import Load  # noqa: E402
 from serve_hosts import PROJECT, address, other, site  # noqa: E402
 
@@ -133,10 +135,6 @@ def test_a_restart_lets_the_running_streams_finish(host):
                                                           result["restart_rc"]))
     assert result["started"] and result["restart_rc"] == 0
     assert finished == 24, result["results"]
-
-
-def recap_changed(output: str) -> dict:
-    return {h: int(c) for h, c in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", output, re.M)}
 
 
 @pytest.mark.parametrize("args, says", [
