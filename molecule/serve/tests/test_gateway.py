@@ -27,7 +27,7 @@ from serve_hosts import PROJECT, address, other, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 KEYS = {"tester": "molecule-tester-key-0123", "slow": "molecule-slow-key-012345",
-        "small": "molecule-small-key-01234"}
+        "small": "molecule-small-key-01234", "rotating": "molecule-rotating-new-0123"}
 ENGINE_KEY = "molecule-serve-key"
 ROTATING = ["molecule-rotating-new-0123", "molecule-rotating-old-0123"]
 ALLOWED = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
@@ -200,12 +200,16 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     flowing from node1 cannot be retried: it is cut, and nginx closes it as if it had
     ended, so the client's stream stops early, without the chunk that carries a
     finish_reason.  A client must treat such a stream as failed; none fails before its
-    first chunk."""
+    first chunk.  The streams go as client `rotating`, the completions as `tester`, so
+    that the gateway's log says which engine served each stream: the streams cut are
+    exactly node1's, however many least connections gave it."""
     node1 = other(host, "node1")
+    log = "/var/log/nginx/vllm-fleet-access.log"
+    logged = len(host.file(log).content_string.splitlines())
     # docker exec, not an Ansible call: under this load Ansible takes seconds to start
     kill = ["docker", "exec", node1.ansible.get_variables()["ansible_host"],
             "systemctl", "kill", "--signal=KILL", "vllm@main.service"]
-    api = client(gateway)
+    api, stream_api = client(gateway), client(gateway, "rotating")
     flowing = [threading.Event() for _ in range(8)]
     restarts = int(node1.check_output("systemctl show --property=NRestarts --value vllm@main.service"))
 
@@ -220,8 +224,8 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     def stream(n):
         received, finish = 0, None
         try:
-            for chunk in api.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=900, stream=True,
-                                                     extra_body={"ignore_eos": True}):
+            for chunk in stream_api.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=900, stream=True,
+                                                            extra_body={"ignore_eos": True}):
                 received += 1
                 finish = chunk.choices[0].finish_reason if chunk.choices else finish
                 flowing[n].set()
@@ -255,8 +259,13 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     print("streams:", streams)
     assert [r for r in completions if r[0] != "ok"] == []
     assert [r for r in streams if r[0] == "failed"] == []
-    # Where the streams land is nginx's choice: in two runs least connections put 4 on node1 (cut),
-    # in two others all 8 on node2, so how many are cut is reported above, not asserted.
+    # Where the streams land is nginx's choice (least connections put 4 on node1 in two runs,
+    # none in two others); the log names the engine of each, so the count is asserted.
+    entries = [json.loads(line) for line in host.file(log).content_string.splitlines()[logged:]]
+    engines = [e["upstream"] for e in entries if e["client"] == "rotating" and e["path"] == "/v1/chat/completions"]
+    on_node1 = [u for u in engines if u == "%s:8000" % address(node1)]
+    print("streams by engine (gateway log):", engines)
+    assert len(engines) == 8 and len(cut) == len(on_node1), (engines, streams)
 
 
 def test_a_rotating_client_is_served_with_either_key_under_its_one_name(host, gateway):
