@@ -49,16 +49,18 @@ lint: $(VENV)/.installed
 # Then each unit test file alone, its tests in reverse order: no test passes because
 # another file or an earlier test left something behind.
 unit: $(VENV)/.installed
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests/unit tests/integration
 	@for f in tests/unit/test_*.py; do log=$$(mktemp); \
 	  if $(BIN)/pytest -q -p no:cacheprovider --reverse $$f >$$log 2>&1; then rm -f $$log; \
 	  else cat $$log; rm -f $$log; echo "unit: $$f fails alone or in reverse order"; exit 1; fi; \
 	done; echo "unit: each of $$(ls tests/unit/test_*.py | wc -l) unit test files passes alone, in reverse order"
 
-# serve (a whole fleet and its rollouts) beside the other scenarios, which run one after
-# another; MOLECULE_JOBS=1 runs every scenario one after another.
+# serve (a whole fleet and its rollouts) beside the other scenarios and the operator's
+# path (tests/operator: the demo, then site.yml, fleet_status, diagnose and tune on it),
+# which run one after another; os_tuning last, alone; MOLECULE_JOBS=1 runs every one
+# after another.
 molecule: $(VENV)/.installed
-	$(BIN)/python tools/molecule_all.py $(SCENARIOS)
+	$(BIN)/python tools/molecule_all.py $(SCENARIOS) operator
 
 clean: demo-down
 	rm -rf $(VENV)

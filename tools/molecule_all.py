@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run molecule scenarios, the longest beside the others.
+"""Run molecule scenarios, the longest beside the others, and the operator's path.
 
 `make molecule` calls it.  Scenario `serve` (a whole fleet, its rollouts under load)
 takes most of the time and the others mostly wait on apt and Ansible, so by default
@@ -7,6 +7,10 @@ takes most of the time and the others mostly wait on apt and Ansible, so by defa
 one after another).  A scenario that sets kernel state no container has its own of
 (`os_tuning`: vm.* sysctls, transparent huge pages) runs last, alone, so that it cannot
 change what another scenario's idempotence or verify reads.
+
+`operator` is no molecule scenario: it is the demo fleet and what an operator runs on it
+with the repository's own ansible.cfg over SSH (tests/operator), run here as one more
+job beside serve.
 
 Each line a scenario prints is printed as it comes, behind the scenario's name; each
 scenario has a time limit (--limit, seconds), past which it is stopped and counted as
@@ -30,6 +34,8 @@ import time
 # that change host-wide kernel state last, with nothing beside them.
 LONGEST = ("serve",)
 ALONE = ("os_tuning",)
+# Jobs that are not molecule scenarios: their command line.
+COMMANDS = {"operator": [sys.executable, "-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", "tests/operator"]}
 PRINT = threading.Lock()
 
 
@@ -44,9 +50,10 @@ def verdict(scenario: str, rc: int, took: float) -> str:
 
 
 def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float]:
-    """`molecule test -s SCENARIO`, its output streamed; stopped (rc 124) past ``limit``."""
+    """`molecule test -s SCENARIO` (or the job's command), its output streamed; stopped
+    (rc 124) past ``limit``."""
     started = time.monotonic()
-    process = subprocess.Popen([molecule, "test", "-s", scenario], stdout=subprocess.PIPE,
+    process = subprocess.Popen(COMMANDS.get(scenario, [molecule, "test", "-s", scenario]), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
     expired = threading.Event()
 

@@ -1,0 +1,104 @@
+"""The operator's path, once, as the README gives it: the demo fleet that `make demo`
+brings up (tools/demo.py: its hosts over SSH with the fleet's keys, the repository's
+ansible.cfg and its default inventory, inventories/demo), then what an operator runs
+next with that same configuration: site.yml again (changed=0), fleet_status.yml (a row
+per scraped instance), diagnose.yml (every check ok) and tune.yml (two candidates
+measured on node1's CPU engine, which the search takes out of the gateway's rotation
+and puts back).
+
+The molecule scenarios run their own ansible.cfg over `docker exec`; this is the one
+place CI runs `gathering = smart`, the SSH connection with ControlPersist and pipelining,
+and the demo itself.  tools/molecule_all.py runs it beside the scenarios
+(`make molecule`); it boots the fleet named demo and takes it down afterwards unless it
+was up before."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT / "tools"))
+import fleet  # noqa: E402
+from playbook_output import printed, recap_changed  # noqa: E402
+
+# What an operator's shell has: the repository's ansible.cfg (make exports it; so does
+# tools/demo.py).  Results as JSON so that the tests can read what a task printed.
+ENV = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+           ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+
+
+def playbook(name: str, *args: str) -> tuple[int, str]:
+    """``ansible-playbook playbooks/NAME`` from the repository, as the README has it."""
+    started = time.monotonic()
+    run = subprocess.run([str(BIN / "ansible-playbook"), "playbooks/" + name, *args], cwd=ROOT, env=ENV,
+                         capture_output=True, text=True)
+    print("ansible-playbook playbooks/%s %s: rc %d, %.0fs" % (name, " ".join(args), run.returncode,
+                                                              time.monotonic() - started))
+    return run.returncode, run.stdout + run.stderr
+
+
+@pytest.fixture(scope="module")
+def demo():
+    """The demo fleet, converged by tools/demo.py (make demo without its set-up)."""
+    if not fleet.docker_ok():
+        pytest.fail("no Docker daemon (make test starts one)")
+    was_up = bool(fleet.fleet_containers("demo"))
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "tools/demo.py"], cwd=ROOT, env=ENV, capture_output=True, text=True)
+    print("tools/demo.py: rc %d, %.0fs\n%s" % (run.returncode, time.monotonic() - started, run.stdout[-1500:]))
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    yield run.stdout
+    if not was_up:
+        fleet.down("demo")
+
+
+def test_the_demo_answers_through_the_gateway_once_per_inference_host(demo):
+    answers = [line for line in demo.splitlines() if "(client demo): answer (" in line]
+    assert len(answers) == 2 and all("finish=" in line for line in answers), demo[-3000:]
+
+
+def test_a_second_site_run_over_ssh_changes_nothing(demo):
+    rc, output = playbook("site.yml")
+    assert rc == 0, output[-3000:]
+    assert recap_changed(output) == {"mirror": 0, "node1": 0, "node2": 0}, output[-3000:]
+
+
+def test_fleet_status_prints_a_row_per_scraped_instance(demo):
+    rc, output = playbook("fleet_status.yml")
+    assert rc == 0, output[-3000:]
+    table = printed(output, "monitoring : Print the fleet's status")["mirror"]
+    print("\n".join(table))
+    rows = {line.split()[0]: line.split()[1] for line in table[1:]}
+    assert rows == {"node1/main": "yes", "node2/main": "yes"}, table
+
+
+def test_diagnose_finds_every_check_ok(demo):
+    rc, output = playbook("diagnose.yml")
+    tables = printed(output, "Print the verdicts")
+    assert rc == 0, output[-3000:]
+    assert sorted(tables) == ["node1", "node2"], output[-3000:]
+    for host, rows in tables.items():
+        assert [row for row in rows if re.split(r"\s{2,}", row)[1] != "ok"] == [], (host, rows)
+
+
+def test_tune_measures_two_candidates_on_node1_and_puts_it_back(demo, tmp_path):
+    # the demo's objective and workload of docs/tuning.md ("the demo fleet"), two levels
+    rc, output = playbook("tune.yml", "-e", json.dumps({
+        "vllm_fleet_slo": {"ttft_p99_s": 3, "tpot_mean_ms": 300},
+        "vllm_fleet_workload": {"input_len": 64, "output_len": 16, "target_concurrency": 2},
+        "tune_host": "node1", "tune_take_host_out": True, "tune_budget_starts": 2, "tune_repeats": 1,
+        "tune_levels": [1, 2], "tune_record_dir": str(tmp_path / "record"), "tune_results_dir": str(tmp_path)}))
+    assert rc == 0, output[-4000:]
+    results = json.loads(next(tmp_path.glob("*.json")).read_text())
+    measured = [start["candidate"] for start in results["starts"] if "points" in start]
+    print("tune.yml: starts %s; %s" % (measured, results["summary"]))
+    assert len(measured) == 2 and len(set(measured)) == 2, results["starts"]
+    assert len(list((tmp_path / "record").glob("*.json"))) == 1
