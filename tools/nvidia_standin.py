@@ -104,13 +104,23 @@ def package_files(name: str, version: str, unit: str | None) -> dict:
     }
 
 
+def relations(name: str) -> str:
+    """The control fields that tie a branch's package to the others of its kind, as NVIDIA's
+    packaging template has them (github.com/NVIDIA/apt-packaging-fabric-manager,
+    debian/templates/control.in: nvidia-fabricmanager-BRANCH provides, replaces and
+    conflicts with nvidia-fabricmanager)."""
+    if name.startswith("nvidia-fabricmanager-"):
+        return "Provides: nvidia-fabricmanager\nReplaces: nvidia-fabricmanager\nConflicts: nvidia-fabricmanager\n"
+    return ""
+
+
 def build(dest: Path, name: str, version: str, unit: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "DEBIAN").mkdir()
         (root / "DEBIAN" / "control").write_text(
             f"Package: {name}\nVersion: {version}-1\nArchitecture: all\n"
-            "Maintainer: vllm-fleet tests <vllm-fleet@localhost>\n"
+            "Maintainer: vllm-fleet tests <vllm-fleet@localhost>\n" + relations(name) +
             f"Description: STAND-IN for NVIDIA's {name} (vllm-fleet tests; no driver inside)\n")
         account = nvidia_daemons.user(unit or "")
         if account:

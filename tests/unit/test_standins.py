@@ -148,3 +148,24 @@ def test_fabric_manager_stand_in_needs_its_config_and_the_drivers_exact_version(
 
 def test_fabric_manager_stand_in_says_its_version(daemon):
     assert daemon("nvidia-fabricmanager", "580.142.00", "-v").stdout == "Fabric Manager version is : 580.142.00\n"
+
+
+def test_fabric_manager_package_is_laid_out_as_nvidias(tmp_path):
+    """NVIDIA's packaging of fabric manager (github.com/NVIDIA/apt-packaging-fabric-manager,
+    debian/templates: control.in and nvidia-fabricmanager-BRANCH.install.in): package
+    nvidia-fabricmanager-BRANCH providing, replacing and conflicting with
+    nvidia-fabricmanager; nv-fabricmanager in /usr/bin, fabricmanager.cfg in
+    /usr/share/nvidia/nvswitch/, the unit nvidia-fabricmanager.service (in /lib/systemd/system
+    there, which is /usr/lib/systemd/system on a merged-/usr Debian 12)."""
+    name, version, unit = next(p for p in nvidia_standin.PACKAGES if p[0].startswith("nvidia-fabricmanager-"))
+    assert name == "nvidia-fabricmanager-" + nvidia_standin.DRIVER.split(".")[0]
+    nvidia_standin.build(tmp_path, name, version, unit)
+    deb = str(tmp_path / ("%s_%s-1_all.deb" % (name, version)))
+    control = subprocess.run(["dpkg-deb", "--field", deb, "Provides", "Replaces", "Conflicts"],
+                             capture_output=True, text=True, check=True).stdout
+    assert control.splitlines() == ["Provides: nvidia-fabricmanager", "Replaces: nvidia-fabricmanager",
+                                    "Conflicts: nvidia-fabricmanager"]
+    files = subprocess.run(["dpkg-deb", "--contents", deb], capture_output=True, text=True, check=True).stdout
+    paths = {line.split()[-1].lstrip(".") for line in files.splitlines()}
+    assert {"/usr/bin/nv-fabricmanager", "/usr/share/nvidia/nvswitch/fabricmanager.cfg",
+            "/usr/lib/systemd/system/nvidia-fabricmanager.service"} <= paths
