@@ -35,6 +35,12 @@ ENV = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR
            ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
 
 
+def failures(output: str) -> str:
+    """The lines that say why a run failed (a failed task's own), or its end."""
+    lines = [line for line in output.splitlines() if line.startswith(("fatal:", "failed:", "[ERROR]"))]
+    return "\n".join(lines)[-4000:] or output[-4000:]
+
+
 def playbook(name: str, *args: str) -> tuple[int, str]:
     """``ansible-playbook playbooks/NAME`` from the repository, as the README has it."""
     started = time.monotonic()
@@ -67,13 +73,13 @@ def test_the_demo_answers_through_the_gateway_once_per_inference_host(demo):
 
 def test_a_second_site_run_over_ssh_changes_nothing(demo):
     rc, output = playbook("site.yml")
-    assert rc == 0, output[-3000:]
+    assert rc == 0, failures(output)
     assert recap_changed(output) == {"mirror": 0, "node1": 0, "node2": 0}, output[-3000:]
 
 
 def test_fleet_status_prints_a_row_per_scraped_instance(demo):
     rc, output = playbook("fleet_status.yml")
-    assert rc == 0, output[-3000:]
+    assert rc == 0, failures(output)
     table = printed(output, "monitoring : Print the fleet's status")["mirror"]
     print("\n".join(table))
     rows = {line.split()[0]: line.split()[1] for line in table[1:]}
@@ -83,7 +89,7 @@ def test_fleet_status_prints_a_row_per_scraped_instance(demo):
 def test_diagnose_finds_every_check_ok(demo):
     rc, output = playbook("diagnose.yml")
     tables = printed(output, "Print the verdicts")
-    assert rc == 0, output[-3000:]
+    assert rc == 0, failures(output)
     assert sorted(tables) == ["node1", "node2"], output[-3000:]
     for host, rows in tables.items():
         assert [row for row in rows if re.split(r"\s{2,}", row)[1] != "ok"] == [], (host, rows)
@@ -96,7 +102,7 @@ def test_tune_measures_two_candidates_on_node1_and_puts_it_back(demo, tmp_path):
         "vllm_fleet_workload": {"input_len": 64, "output_len": 16, "target_concurrency": 2},
         "tune_host": "node1", "tune_take_host_out": True, "tune_budget_starts": 2, "tune_repeats": 1,
         "tune_levels": [1, 2], "tune_record_dir": str(tmp_path / "record"), "tune_results_dir": str(tmp_path)}))
-    assert rc == 0, output[-4000:]
+    assert rc == 0, failures(output)
     results = json.loads(next(tmp_path.glob("*.json")).read_text())
     measured = [start["candidate"] for start in results["starts"] if "points" in start]
     print("tune.yml: starts %s; %s" % (measured, results["summary"]))

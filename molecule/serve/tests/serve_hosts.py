@@ -11,6 +11,8 @@ from pathlib import Path
 import testinfra
 
 PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
+# The fleet CA's certificate, where the scenario's gateway_ca_fetch_dir puts it (molecule.yml).
+CA = Path.home() / ".cache" / "vllm-fleet" / "molecule-serve" / "mirror-ca.crt"
 
 
 def other(host, name: str):

@@ -12,10 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fleet_load import Load  # noqa: E402
-from serve_hosts import address, other, site  # noqa: E402
+from serve_hosts import CA, address, other, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
-CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
 KEY, MODEL = "molecule-tester-key-0123", "tiny-gemma4"
 # How a connection to an engine port ends: "open", or the exception's name.
 PROBE = ("import socket, sys\ntry:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()"

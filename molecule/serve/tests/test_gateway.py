@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve_hosts import PROJECT, address, other, site  # noqa: E402
+from serve_hosts import CA, address, other, PROJECT, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 KEYS = {"tester": "molecule-tester-key-0123", "slow": "molecule-slow-key-012345",
@@ -31,7 +31,6 @@ KEYS = {"tester": "molecule-tester-key-0123", "slow": "molecule-slow-key-012345"
 ENGINE_KEY = "molecule-serve-key"
 ROTATING = ["molecule-rotating-new-0123", "molecule-rotating-old-0123"]
 ALLOWED = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
-CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
 MODEL = "tiny-gemma4"
 CHAT = [{"role": "user", "content": "Hello"}]
 DEFAULTS = yaml.safe_load((PROJECT / "roles" / "gateway" / "defaults" / "main.yml").read_text())

@@ -13,10 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fleet_load import Load  # noqa: E402
-from serve_hosts import address, api, other, playbook, site  # noqa: E402
+from serve_hosts import CA, address, api, other, playbook, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
-CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
 KEY, MODEL = "molecule-tester-key-0123", "tiny-gemma4"
 UPSTREAMS = "/etc/nginx/vllm-fleet-upstreams"
 FILE_SD = "/etc/prometheus/file_sd"

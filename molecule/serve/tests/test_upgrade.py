@@ -23,13 +23,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 from playbook_output import recap_changed  # noqa: E402
 from fleet_load import Load  # noqa: E402
-from serve_hosts import PROJECT, address, other, site  # noqa: E402
+from serve_hosts import CA, address, other, PROJECT, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
 FIXTURE = PROJECT / "tests" / "fixtures" / "models" / "tiny-gemma4"
 REPO = "demo/tiny-gemma4"
 FIRST = "115893f75ee34252aa70c6877eb37a13cc541e38"
-CA = Path.home() / ".cache" / "vllm-fleet" / "gateway" / "mirror-ca.crt"
 KEY, ENGINE_KEY, MODEL = "molecule-tester-key-0123", "molecule-serve-key", "tiny-gemma4"
 VENV = "/opt/vllm/cpu-0.32.0/bin/python"
 
