@@ -56,7 +56,7 @@ unit: $(VENV)/.installed
 	done; echo "unit: each of $$(ls tests/unit/test_*.py | wc -l) unit test files passes alone, in reverse order"
 
 # serve (a whole fleet and its rollouts) beside the other scenarios and the operator's
-# path (tests/operator: the demo, then site.yml, fleet_status, diagnose and tune on it),
+# path (tests/operator: the demo, then site.yml, fleet_status and diagnose on it),
 # which run one after another; os_tuning last, alone; MOLECULE_JOBS=1 runs every one
 # after another.
 molecule: $(VENV)/.installed
