@@ -10,11 +10,13 @@ short_description: Measure the planner's candidate engine settings against an SL
 description:
   - Starts each candidate (the plan's C(tuning.candidates), vLLM's defaults first) from the host's
     engine venv on a loopback port, as the engine user, its C(--config) checked by vLLM's parser first;
-    climbs the concurrency levels with the venv's own C(vllm bench serve) until a level breaks the SLO
-    (p99 time to first token, mean time per output token, no failed request); repeats the best
-    candidate against the defaults while the budget lasts. The search is C(module_utils/tuning.py),
-    the runner C(module_utils/tuning_host.py).
-  - Returns every start, the summary (capacity at SLO per configuration, goodput at the target load)
+    after unmeasured warm-up traffic, finds its capacity at SLO in requests/s with the venv's own
+    C(vllm bench serve) at Poisson request rates (upward through O(rates), then bisection to 5 %), each
+    point judged over its window (p99 time to first token, mean time per output token, no failed request,
+    the engine keeping up); repeats the best candidate against the defaults while the budget lasts.
+    The search is C(module_utils/tuning.py), a point C(module_utils/capacity.py), the runner
+    C(module_utils/tuning_host.py).
+  - Returns every start, the summary (capacity at SLO per configuration, concurrency in flight there)
     and the tuned-settings record for C(roles/preflight/files/tuned/). The GPU must be free; the
     playbook stops the host's instances first.
   - In check mode it only checks its inputs and says what it would measure.
@@ -36,11 +38,15 @@ options:
     type: list
     elements: dict
     required: true
-  levels:
-    description: The concurrency levels of the climb.
+  rates:
+    description: The request rates (requests/s) the search goes up through before it bisects.
     type: list
-    elements: int
+    elements: float
     required: true
+  warmup_s:
+    description: Seconds of unmeasured traffic at the first rate after each start.
+    type: float
+    default: 45
   slo:
     description: C(ttft_p99_s) and C(tpot_mean_ms).
     type: dict
@@ -105,7 +111,7 @@ EXAMPLES = r"""
     python: /opt/vllm/venv/bin/python
     base: {model: /var/lib/vllm/models/org/name/abc123, served-model-name: name, load-format: auto}
     candidates: "{{ preflight_plan.tuning.candidates }}"
-    levels: "{{ preflight_plan.tuning.levels }}"
+    rates: "{{ preflight_plan.tuning.rates }}"
     slo: {ttft_p99_s: 2, tpot_mean_ms: 50}
     workload: {input_len: 1024, output_len: 256, target_concurrency: 32}
     profile: "{{ preflight_plan.tuning.profile }}"
@@ -115,11 +121,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 starts:
-  description: Every start in order (candidate, phase, seconds to healthy, each level's figures, capacity), or why it was skipped.
+  description: Every start in order (candidate, phase, seconds to healthy, each point's figures, capacity), or why it was skipped.
   type: list
   returned: always
 summary:
-  description: Per configuration its capacity at SLO (lowest over its starts), figures at that level, goodput at the target; verdict, winner, ratio, why.
+  description: Per configuration its capacity at SLO in requests/s (lowest over its starts) and the figures there; verdict, winner, ratio, why.
   type: dict
   returned: success
 record:
@@ -152,7 +158,8 @@ def main():
             base=dict(type="dict", required=True),
             env=dict(type="dict", default={}),
             candidates=dict(type="list", elements="dict", required=True),
-            levels=dict(type="list", elements="int", required=True),
+            rates=dict(type="list", elements="float", required=True),
+            warmup_s=dict(type="float", default=45.0),
             slo=dict(type="dict", required=True),
             workload=dict(type="dict", required=True),
             profile=dict(type="str", required=True),
@@ -172,13 +179,13 @@ def main():
     problems = check_slo(p["slo"]) + check_workload(p["workload"])
     if not p["candidates"] or p["candidates"][0].get("name") != "defaults":
         problems.append("candidates: the plan's tuning.candidates, vLLM's defaults first (is vllm_fleet_slo set?)")
-    if not p["levels"] or min(p["levels"]) < 1:
-        problems.append("levels: %r is not a list of whole numbers > 0" % (p["levels"],))
+    if not p["rates"] or min(p["rates"]) <= 0:
+        problems.append("rates: %r is not a list of request rates > 0" % (p["rates"],))
     if problems:
         module.fail_json(msg="; ".join(problems))
     if module.check_mode:
-        module.exit_json(changed=False, starts=[], msg="would measure %s at %s concurrent"
-                         % (", ".join(c["name"] for c in p["candidates"]), p["levels"]))
+        module.exit_json(changed=False, starts=[], msg="would measure %s from %s requests/s"
+                         % (", ".join(c["name"] for c in p["candidates"]), p["rates"]))
     os.makedirs(p["folder"], mode=0o750, exist_ok=True)
     if p["user"]:
         entry = pwd.getpwnam(p["user"])
@@ -192,12 +199,13 @@ def main():
         starts[:] = so_far
 
     try:
-        starts = search(p["candidates"], p["levels"], p["slo"], runner.start, runner.measure, runner.stop,
+        starts = search(p["candidates"], p["rates"], p["slo"], runner.start,
+                        lambda proc: runner.warm_up(proc, min(p["rates"]), p["warmup_s"]), runner.measure, runner.stop,
                         budget_starts=p["budget_starts"], budget_seconds=p["budget_seconds"],
                         repeats=p["repeats"], log=keep)
     except (TuneRunError, TuneError) as exc:
         module.fail_json(msg=str(exc), starts=starts)
-    summary = summarize(p["candidates"], starts, p["slo"], p["workload"]["target_concurrency"])
+    summary = summarize(p["candidates"], starts, p["slo"])
     module.exit_json(changed=True, starts=starts, summary=summary, table=table(summary),
                      record=record(p["profile"], p["slo"], p["workload"], summary, p["measured_on"]),
                      record_file=record_file(p["profile"]))

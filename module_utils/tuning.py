@@ -2,29 +2,37 @@
 settings the planner proposes for them, a bounded measured search, the winner, and the
 tuned-settings records preflight reads.
 
-One code path for every runner: ``search()`` takes ``start`` and ``measure`` callables,
-so the capacity rehearsal on an operator's host (``library/vllm_tune.py``), the GPU bench
-(``bench/gpu_rehearsal.py tune``) and the unit tests (recorded ``vllm bench serve`` JSON)
-all run the same candidates, climb, budget and choice.  Plain Python, no Ansible imports.
+One code path for every runner: ``search()`` takes ``start``, ``warm_up``, ``measure`` and
+``stop`` callables, so the capacity rehearsal on an operator's host (``library/vllm_tune.py``),
+the GPU bench (``bench/gpu_rehearsal.py``) and the unit tests all run the same candidates,
+search, budget and choice; what a point is and how capacity is found is ``capacity``.
 
-*Capacity at SLO* of a start is the highest concurrency of the climb whose run meets both
-objectives (p99 time to first token, mean time per output token) with no failed request;
-the climb stops at the first level that breaks one.  A configuration's capacity is the
-lowest over its starts (what holds on every start), and its *goodput* is vLLM's
-``request_goodput`` (requests/s that met both objectives) at the operator's target load.
-A candidate becomes the plan only when its capacity is above that of every start of
-vLLM's defaults; otherwise the record says ``tie`` and the computed plan stays.
+*Capacity at SLO* of a start is the highest request rate (requests/s, Poisson arrivals)
+whose window meets both objectives (p99 time to first token, mean time per output token)
+with no failed request and the engine keeping up (``capacity.judge``), found by a grid
+then bisection (``capacity.find``).  A configuration's capacity is the lowest over its
+starts (what holds on every start).  The k-th start of every configuration uses the same
+seeds (paired).  A candidate becomes the plan only when it has at least two starts and
+its capacity is above every start of vLLM's defaults by more than the search's
+resolution; otherwise the record says ``tie`` and the computed plan stays.
 """
 from __future__ import annotations
 
 import re
 import time
 
+from ansible.module_utils import capacity as capacity_search
+
 # name -> (unit, lowest, highest): what the objectives mean and the values accepted.
 SLO_FIELDS = {"ttft_p99_s": ("seconds", 0.01, 600.0), "tpot_mean_ms": ("milliseconds", 1.0, 10000.0)}
 WORKLOAD_FIELDS = {"input_len": (1, 10_000_000), "output_len": (1, 1_000_000),
                    "target_concurrency": (1, 100_000)}
 VERDICTS = ("tuned", "tie")
+METHOD = "open-loop: Poisson arrivals, capacity at SLO in requests/s"
+# The plan's grid of request rates: doubling from a quarter request a second, so that a
+# CPU engine and an 8-GPU host both reach their first failure in a few points; the
+# search stops at the first failure and bisects.  tune_rates starts it elsewhere.
+RATES = [0.25 * 2 ** k for k in range(10)]
 
 
 class TuneError(ValueError):
@@ -81,23 +89,11 @@ def record_file(profile_name: str) -> str:
     return profile_name.replace("/", "--") + ".json"
 
 
-def meets(point: dict, slo: dict) -> bool:
-    """One `vllm bench serve` run against both objectives; a failed request breaks it."""
-    return (bool(point.get("completed")) and not point.get("failed")
-            and point["p99_ttft_ms"] <= slo["ttft_p99_s"] * 1000.0
-            and point["mean_tpot_ms"] <= slo["tpot_mean_ms"])
-
-
-def levels(target: int) -> list:
-    """The climb's concurrency levels for a target load: half of it up to four times it."""
-    return sorted({max(1, round(target * f)) for f in (0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4)})
-
-
 def next_power_of_two(value: int) -> int:
     return 1 << max(0, int(value) - 1).bit_length()
 
 
-def candidates(computed: dict, replan, workload: dict, levels: list, fp8_kv: bool) -> tuple:
+def candidates(computed: dict, replan, workload: dict, fp8_kv: bool) -> tuple:
     """(candidates to measure, candidates pruned with the reason), defaults and the computed
     plan first.  ``computed`` is the plan (``vllm_planner.plan``); ``replan(kv_cache_dtype,
     vllm_args, max_model_len)`` plans again with other settings (raising ValueError when
@@ -107,12 +103,12 @@ def candidates(computed: dict, replan, workload: dict, levels: list, fp8_kv: boo
     release's default: fewer, larger prefill steps for a burst of long prompts), an FP8 KV
     cache (only where the GPUs have FP8 and the model-dtype cache cannot hold the target
     concurrency: it costs 5-14 % throughput where the cache is not full), and on every tuned candidate
-    ``max-num-seqs`` cut to the top level (rounded up to a power of two: fewer CUDA graphs
-    to capture, a shorter start; vLLM still captures batches up to twice that).  A
+    ``max-num-seqs`` cut to four times the target concurrency (rounded up to a power of two:
+    fewer CUDA graphs to capture, a shorter start).  A
     candidate is pruned when its KV cache cannot hold the target concurrency at the
     workload's length, or when it does not fit at all."""
     length = workload["input_len"] + workload["output_len"]
-    seqs = next_power_of_two(max(levels))
+    seqs = next_power_of_two(4 * workload["target_concurrency"])
     base_args = dict(computed["vllm_args"])
     default_batched = int(computed["max_num_batched_tokens"])
     proposals = [("computed", {}, "the plan as computed (context %d)" % computed["max_model_len"])]
@@ -156,43 +152,21 @@ def candidates(computed: dict, replan, workload: dict, levels: list, fp8_kv: boo
     return run, pruned
 
 
-def climb(handle, measure, levels: list, slo: dict, first: int = 0) -> list:
-    """Measure from ``levels[first]`` upward until a level breaks the SLO; every run's point."""
-    points = []
-    for level in levels[first:]:
-        point = dict(measure(handle, level), concurrency=level)
-        point["meets_slo"] = meets(point, slo)
-        points.append(point)
-        if not point["meets_slo"]:
-            break
-    return points
-
-
-def start_capacity(points: list) -> int:
-    """The highest level met before the first break (0: the first level measured broke)."""
-    met = 0
-    for point in points:
-        if not point["meets_slo"]:
-            break
-        met = point["concurrency"]
-    return met
-
-
-def search(cands: list, levels: list, slo: dict, start, measure, stop, *, budget_starts: int,
-           budget_seconds: float, repeats: int = 2, clock=time.monotonic, log=lambda line, starts: None) -> list:
-    """Every start of the search, in order.  Screening: each candidate once, defaults first.
-    Then, while the budget lasts, the best tuned candidate and the defaults again,
-    alternating, ``repeats`` starts each in all, the climb beginning a step below the
-    capacity it had.  ``start(candidate) -> (handle, seconds to healthy)``,
-    ``measure(handle, concurrency) -> vllm bench serve result``, ``stop(handle)``.
-    A start is skipped (recorded, not run) when the budget of starts or seconds would be
-    spent: the next start is expected to cost what the last one cost (starts share one
-    compile cache, so only the first is cold).
-    ``log(line, starts)`` after each start (a runner saves what it has so far)."""
+def search(cands: list, grid: list, slo: dict, start, warm_up, measure, stop, *, budget_starts: int,
+           budget_seconds: float, repeats: int = 2, resolution: float = capacity_search.RESOLUTION,
+           clock=time.monotonic, log=lambda line, starts: None) -> list:
+    """Every start of the search, in order.  Screening: each candidate once, defaults first,
+    each searched from ``grid``.  Then, while the budget lasts, the best tuned candidate and
+    the defaults again, alternating, ``repeats`` starts each in all, each searched from the
+    bracket its last start found.  ``start(candidate) -> (handle, seconds to healthy)``,
+    ``warm_up(handle)`` (unmeasured traffic), ``measure(handle, rate, start_number) ->
+    capacity.judge point``, ``stop(handle)``.  A start is skipped (recorded, not run) when
+    the budget of starts or seconds would be spent: the next start is expected to cost what
+    the last one cost.  ``log(line, starts)`` after each start (a runner saves what it has)."""
     began, starts, last = clock(), [], 0.0
-    levels = sorted(levels)
+    numbers: dict = {}
 
-    def one(cand: dict, first: int, phase: str) -> None:
+    def one(cand: dict, rates: list, phase: str) -> None:
         nonlocal last
         ran = [s for s in starts if "points" in s]
         spent = clock() - began
@@ -202,101 +176,102 @@ def search(cands: list, levels: list, slo: dict, start, measure, stop, *, budget
                                       % (len(ran), budget_starts, spent, budget_seconds)})
             log("skip %s (%s)" % (cand["name"], starts[-1]["skipped"]), starts)
             return
+        number = numbers[cand["name"]] = numbers.get(cand["name"], 0) + 1
         t0 = clock()
         handle, ready = start(cand)
         try:
-            points = climb(handle, measure, levels, slo, first)
+            warm_up(handle)
+            found = capacity_search.find(lambda rate: measure(handle, rate, number), rates, resolution=resolution)
         finally:
             stop(handle)
         last = clock() - t0
-        starts.append({"candidate": cand["name"], "phase": phase, "start_to_healthy_s": ready,
-                       "points": points, "capacity": start_capacity(points)})
-        log("%s: healthy in %.0f s, capacity %d" % (cand["name"], ready, starts[-1]["capacity"]), starts)
+        starts.append(dict(found, candidate=cand["name"], phase=phase, start=number, start_to_healthy_s=ready))
+        log("%s: healthy in %.0f s, capacity %g requests/s" % (cand["name"], ready, found["capacity"]), starts)
 
     for cand in cands:
-        one(cand, 0, "screen")
-    screened = {s["candidate"]: s["capacity"] for s in starts if "points" in s}
+        one(cand, grid, "screen")
+    screened = {s["candidate"]: s for s in starts if "points" in s}
     tuned = [c for c in cands if c["name"] != "defaults" and c["name"] in screened]
     if "defaults" not in screened or not tuned:
         return starts
-    best = max(tuned, key=lambda c: (screened[c["name"]], -cands.index(c)))
+    best = max(tuned, key=lambda c: (screened[c["name"]]["capacity"], -cands.index(c)))
     for _ in range(repeats - 1):
         for cand in (best, cands[0]):
-            below = max(0, max((i for i, lv in enumerate(levels) if lv <= screened[cand["name"]]), default=0) - 1)
-            one(cand, below, "repeat")
+            first = screened[cand["name"]]
+            bracket = [rate for rate in (first["capacity"], first["first_failure"]) if rate]
+            one(cand, bracket or grid, "repeat")
     return starts
 
 
-def summarize(cands: list, starts: list, slo: dict, target: int) -> dict:
-    """Per candidate: capacity (lowest over its starts) and each start's, the spread, the
-    mean figures at its capacity, goodput at the target load; and the verdict."""
+def summarize(cands: list, starts: list, slo: dict, resolution: float = capacity_search.RESOLUTION) -> dict:
+    """Per candidate: capacity (lowest over its starts) and each start's, the figures of
+    the points at that rate, concurrency in flight there (Little's law); and the verdict."""
     rows = {}
     for cand in cands:
         ran = [s for s in starts if s["candidate"] == cand["name"] and "points" in s]
         if not ran:
             continue
         caps = [s["capacity"] for s in ran]
-        capacity = min(caps)
-        at_cap = [p for s in ran for p in s["points"] if p["concurrency"] == capacity]
-        at_target = [p for s in ran for p in s["points"] if p["concurrency"] == target]
+        at_cap = [p for s in ran for p in s["points"] if p["rate"] == min(caps)]
 
-        def mean(points, key):
-            values = [p[key] for p in points if p.get(key) is not None]
+        def mean(key):
+            values = [p[key] for p in at_cap if p.get(key) is not None]
             return round(sum(values) / len(values), 3) if values else None
 
-        outputs = [p["output_throughput"] for p in at_cap]
         rows[cand["name"]] = {
             "settings": cand["settings"], "why": cand["why"], "starts": len(ran), "capacities": caps,
-            "capacity": capacity, "start_to_healthy_s": [s["start_to_healthy_s"] for s in ran],
-            "at_capacity": {key: mean(at_cap, key) for key in
-                            ("request_throughput", "output_throughput", "p99_ttft_ms", "mean_tpot_ms")},
-            "output_spread": round((max(outputs) - min(outputs)) / (sum(outputs) / len(outputs)), 4)
-                             if len(outputs) > 1 else None,
-            "goodput_at_target": mean(at_target, "request_goodput"),
+            "capacity": min(caps), "held_at_top": any(s["held_at_top"] for s in ran),
+            "start_to_healthy_s": [s["start_to_healthy_s"] for s in ran],
+            "at_capacity": {key: mean(key) for key in ("served_rate", "output_throughput", "p99_ttft_ms",
+                                                         "mean_tpot_ms", "in_flight")},
         }
-    top = max((p["concurrency"] for s in starts for p in s.get("points", [])), default=0)
-    held = [name for name, row in rows.items() if row["capacity"] == top]
-    return {"slo": slo, "target_concurrency": target, "configurations": rows, "top_level": top,
-            "held_at_top": held, **choose(rows)}
+    return {"slo": slo, "method": METHOD, "resolution": resolution, "configurations": rows,
+            **choose(rows, resolution)}
 
 
-def choose(rows: dict) -> dict:
-    """The winner: the tuned candidate with the highest capacity (then goodput at the target,
-    then output tokens/s at capacity); it becomes the plan only when its capacity is above
-    every start of the defaults'."""
+def choose(rows: dict, resolution: float = capacity_search.RESOLUTION) -> dict:
+    """The winner: the tuned candidate with the highest capacity (then output tokens/s
+    there); it becomes the plan only when it ran at least two starts and its capacity (the
+    lowest of them) is above every start of the defaults' by more than ``resolution``."""
     base = rows.get("defaults")
     tuned = {name: row for name, row in rows.items() if name != "defaults"}
     if not base or not tuned:
         return {"verdict": "tie", "winner": None, "ratio": None,
                 "why": "nothing to compare: defaults or every candidate were not measured"}
-    name, row = max(tuned.items(), key=lambda item: (item[1]["capacity"], item[1]["goodput_at_target"] or 0,
+    name, row = max(tuned.items(), key=lambda item: (item[1]["capacity"],
                                                      item[1]["at_capacity"]["output_throughput"] or 0))
-    ratio = row["capacity"] / base["capacity"] if base["capacity"] else None
-    if row["capacity"] > max(base["capacities"]):
-        return {"verdict": "tuned", "winner": name, "ratio": round(ratio, 3) if ratio else None,
-                "why": "capacity at SLO %d against the defaults' %s" % (row["capacity"], base["capacities"])}
-    return {"verdict": "tie", "winner": name, "ratio": round(ratio, 3) if ratio else None,
-            "why": "the best candidate (%s) holds %d concurrent requests at the SLO, vLLM's defaults %s: "
-                   "no candidate is above every start of the defaults, so the computed plan stays"
-                   % (name, row["capacity"], base["capacities"])}
+    top = max(base["capacities"])
+    ratio = round(row["capacity"] / top, 3) if top else None
+    if row["starts"] >= 2 and row["capacity"] > top * (1 + resolution):
+        return {"verdict": "tuned", "winner": name, "ratio": ratio,
+                "why": "capacity at SLO %g requests/s in each of %d starts, against the defaults' %s"
+                       % (row["capacity"], row["starts"], base["capacities"])}
+    if row["starts"] < 2:
+        because = "it ran %d start: a candidate needs two to win" % row["starts"]
+    else:
+        because = "not above every start of the defaults by more than the search's %g %% resolution" % (
+            resolution * 100)
+    return {"verdict": "tie", "winner": name, "ratio": ratio,
+            "why": "the best candidate (%s) holds %g requests/s at the SLO, vLLM's defaults %s: %s, so the "
+                   "computed plan stays" % (name, row["capacity"], base["capacities"], because)}
 
 
 def table(summary: dict) -> list:
     """The summary as Markdown rows, one per configuration, and the verdict."""
-    rows = ["| configuration | capacity at SLO (each start) | req/s | output tok/s | p99 TTFT ms | mean TPOT ms "
-            "| goodput req/s at %d | start to healthy s |" % summary["target_concurrency"],
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| configuration | capacity at SLO, requests/s (each start) | in flight | output tok/s | p99 TTFT ms "
+            "| mean TPOT ms | start to healthy s |", "|---|---|---|---|---|---|---|"]
     for name, row in summary["configurations"].items():
         cap = row["at_capacity"]
-        rows.append("| %s | %d (%s) | %s | %s | %s | %s | %s | %s |" % (
-            name, row["capacity"], ", ".join(map(str, row["capacities"])), cap["request_throughput"],
-            cap["output_throughput"], cap["p99_ttft_ms"], cap["mean_tpot_ms"], row["goodput_at_target"],
-            ", ".join("%.0f" % s for s in row["start_to_healthy_s"])))
+        rows.append("| %s | %g%s (%s) | %s | %s | %s | %s | %s |" % (
+            name, row["capacity"], " or more" if row["held_at_top"] else "",
+            ", ".join("%g" % c for c in row["capacities"]), cap["in_flight"], cap["output_throughput"],
+            cap["p99_ttft_ms"], cap["mean_tpot_ms"], ", ".join("%.0f" % s for s in row["start_to_healthy_s"])))
     rows.append("verdict: %s (%s); ratio to the defaults' capacity: %s" % (summary["verdict"], summary["why"],
                                                                           summary["ratio"]))
-    if summary.get("held_at_top"):
-        rows.append("the SLO held at the top level (%d) for %s: their capacity is at least that; climb higher "
-                    "(tune_levels) to tell them apart" % (summary["top_level"], ", ".join(summary["held_at_top"])))
+    held = [name for name, row in summary["configurations"].items() if row["held_at_top"]]
+    if held:
+        rows.append("the SLO held at the grid's top rate for %s: their capacity is at least that; give higher "
+                    "rates (tune_rates) to tell them apart" % ", ".join(held))
     return rows
 
 
@@ -307,10 +282,11 @@ def record(profile_name: str, slo: dict, workload: dict, summary: dict, measured
     if summary["verdict"] == "tuned":
         settings = {key: value for key, value in summary["configurations"][winner]["settings"].items()
                     if key in ("max-num-batched-tokens", "max-num-seqs", "kv-cache-dtype")}
-    return {profile_name: {"slo": slo, "workload": workload, "verdict": summary["verdict"],
-                           "settings": settings, "why": summary["why"], "measured_on": measured_on,
-                           "capacity": {name: row["capacity"]
-                                        for name, row in summary["configurations"].items()}}}
+    return {profile_name: {"slo": slo, "workload": workload, "method": summary["method"],
+                           "verdict": summary["verdict"], "settings": settings, "why": summary["why"],
+                           "measured_on": measured_on,
+                           "capacity_requests_per_s": {name: row["capacity"]
+                                                       for name, row in summary["configurations"].items()}}}
 
 
 def pick(records: dict, profile_name: str, slo: dict | None, workload: dict | None) -> dict:
@@ -326,6 +302,10 @@ def pick(records: dict, profile_name: str, slo: dict | None, workload: dict | No
         return {"state": "computed", "settings": {},
                 "why": "the tuned settings for %s were measured for SLO %s and workload %s, not %s and %s"
                        % (profile_name, found["slo"], found["workload"], slo, workload)}
+    if found.get("method") != METHOD:
+        return {"state": "computed", "settings": {}, "profile": profile_name,
+                "why": "the record for %s was measured by another method (%s), not by capacity at SLO "
+                       "(%s): measure again with playbooks/tune.yml" % (profile_name, found.get("method"), METHOD)}
     if found["verdict"] != "tuned":
         return {"state": "computed", "settings": {}, "profile": profile_name,
                 "why": "measured for this SLO, and no candidate beat vLLM's defaults: %s" % found["why"]}

@@ -2,7 +2,7 @@
 started from the host's own engine venv on a loopback port, its --config checked by
 vLLM's parser first, as the engine user, with the cache layout of ``vllm@.service`` (one
 folder for the whole search, so only the first start is cold); each level measured
-with the venv's own ``vllm bench serve``.  The search itself is ``tuning.search``.
+with the venv's own ``vllm bench serve`` at a request rate (``capacity``).  The search itself is ``tuning.search``.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 
+from ansible.module_utils import capacity
 from ansible.module_utils.vllm_config import check_with_vllm, render
 from ansible.module_utils.vllm_probe import ProbeError, wait_healthy
 
@@ -20,8 +21,6 @@ BENCH_SERVE = ("import sys; from vllm.benchmarks.serve import add_cli_args, main
                "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
                "parser = FlexibleArgumentParser(prog='vllm bench serve'); add_cli_args(parser); "
                "main(parser.parse_args(sys.argv[1:]))")
-POINT_KEYS = ("completed", "failed", "request_throughput", "output_throughput", "mean_ttft_ms", "p99_ttft_ms",
-              "mean_tpot_ms", "p99_tpot_ms", "request_goodput", "duration")
 
 
 class TuneRunError(RuntimeError):
@@ -77,30 +76,35 @@ class Runner:
                                % (candidate["name"], exc, os.path.join(self.folder, tag))) from None
         return proc, round(ready, 1)
 
-    def measure(self, proc, concurrency: int) -> dict:
-        """One level: random prompts of the workload's lengths, --ignore-eos, its own seed,
-        one batch of warm-ups, 2 x concurrency timed prompts, goodput against the SLO."""
-        name = "%s-c%d.json" % (proc.tag, concurrency)
+    def warm_up(self, proc, rate: float, seconds: float) -> None:
+        """Traffic that is not measured: ``seconds`` of Poisson arrivals at ``rate``, lengths
+        around the workload's (not one prompt repeated), so that what a new engine builds on
+        its first real batches (JIT-compiled kernels for new shapes) is not timed."""
+        name = "%s-warm-up.json" % proc.tag
+        self._bench(proc, name, capacity.bench_args(self.workload, rate, capacity.seed(0, rate), ramp_s=0,
+                                                    window_s=seconds))
+
+    def _bench(self, proc, name: str, flags: list) -> dict:
         argv = [self.python, "-c", BENCH_SERVE, "--base-url", "http://127.0.0.1:%d" % self.port,
                 "--endpoint", "/v1/completions", "--model", self.base["served-model-name"],
-                "--tokenizer", self.base["model"], "--dataset-name", "random",
-                "--random-input-len", str(self.workload["input_len"]),
-                "--random-output-len", str(self.workload["output_len"]), "--ignore-eos",
-                "--max-concurrency", str(concurrency), "--num-prompts", str(2 * concurrency),
-                "--seed", str(concurrency), "--num-warmups", str(concurrency),
-                "--goodput", "ttft:%g" % (self.slo["ttft_p99_s"] * 1000), "tpot:%g" % self.slo["tpot_mean_ms"],
-                "--percentile-metrics", "ttft,tpot,itl,e2el",
-                "--save-result", "--result-dir", self.folder, "--result-filename", name]
+                "--tokenizer", self.base["model"]] + flags + ["--result-dir", self.folder, "--result-filename", name]
         env = dict(self.env, OPENAI_API_KEY=self.api_key)
         with open(os.path.join(self.folder, name + ".txt"), "w") as log:
             done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, user=self.user,
                                   cwd=self.folder, check=False)
         if done.returncode:
-            raise TuneRunError("%s at %d concurrent: vllm bench serve exited %d (see %s.txt)"
-                               % (proc.tag, concurrency, done.returncode, os.path.join(self.folder, name)))
+            raise TuneRunError("%s: vllm bench serve exited %d (see %s.txt)"
+                               % (proc.tag, done.returncode, os.path.join(self.folder, name)))
         with open(os.path.join(self.folder, name)) as handle:
-            point = json.load(handle)
-        return {key: point.get(key) for key in POINT_KEYS}
+            return json.load(handle)
+
+    def measure(self, proc, rate: float, start: int) -> dict:
+        """One open-loop point (``capacity.bench_args``): Poisson arrivals at ``rate`` per
+        second, lengths around the workload's, the seed of this start number and rate, every
+        request's figures saved; judged over its window by ``capacity.judge``."""
+        name = "%s-r%g.json" % (proc.tag, rate)
+        result = self._bench(proc, name, capacity.bench_args(self.workload, rate, capacity.seed(start, rate)))
+        return capacity.judge(result, rate, self.slo)
 
     @staticmethod
     def stop(proc) -> None:

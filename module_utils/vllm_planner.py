@@ -694,7 +694,7 @@ def _tuning(slo, workload, tuned, gpus, engine, model_name, vllm_version, vllm_a
         raise PlanError("; ".join(problems))
     name = tuning.profile(gpus[0]["name"] if gpus else engine, len(gpus) or 1, model_name, vllm_version)
     picked = dict(tuning.pick(tuned or {}, name, slo, workload), profile=name, slo=slo, workload=workload,
-                  levels=tuning.levels(workload["target_concurrency"]))
+                  rates=list(tuning.RATES))
     return picked, dict(picked["settings"], **(vllm_args or {}))
 
 
@@ -707,7 +707,7 @@ def _candidates(computed: dict, given: dict, shape: Shape, gpus: list) -> tuple:
                            slo=None, serving=None))
     fp8 = given["engine"] == "cuda" and bool(gpus) and all(
         parse_cc(g.get("compute_capability") or "0") >= (8, 9) for g in gpus)
-    return tuning.candidates(computed, replan, given["workload"], computed["tuning"]["levels"], fp8)
+    return tuning.candidates(computed, replan, given["workload"], fp8)
 
 
 def graceful_stop(setting, max_model_len: int, decode_seconds_per_token: float, row: dict,

@@ -184,7 +184,8 @@ def test_an_slo_is_checked_and_the_h200_record_is_read(playbook, tmp_path):
         assert message in text, (host, text)
     tuning = report(run, "h200")["plan"]["tuning"]
     assert tuning["state"] == "computed" and tuning["profile"] == "nvidia-h200-x1/gemma-4-31B-it-FP8-block/vllm-0.25.1"
-    assert tuning["why"].startswith("measured for this SLO, and no candidate beat vLLM's defaults")
+    assert tuning["why"].startswith("the record for nvidia-h200-x1/gemma-4-31B-it-FP8-block/vllm-0.25.1 was measured "
+                                    "by another method (closed-loop")
     assert [c["name"] for c in tuning["candidates"]] == ["defaults", "computed", "batched-16384", "batched-32768"]
 
 
@@ -217,10 +218,10 @@ def test_a_serving_group_is_planned_across_its_hosts(playbook, tmp_path):
 @pytest.mark.parametrize("extra, message", [
     ({"tune_host": "elsewhere"}, 'tune_host: "elsewhere" is not an inference host of the inventory'),
     ({"tune_host": "cpu-node", "vllm_fleet_slo": {}}, "vllm_fleet_slo: empty, so the plan has no candidates"),
-    ({"tune_host": "cpu-node", "tune_levels": [0, 4]}, "tune_levels: [0, 4] is not a list of whole numbers > 0"),
+    ({"tune_host": "cpu-node", "tune_rates": [0, 4]}, "tune_rates: [0, 4] is not a list of request rates > 0"),
     ({"tune_host": "cpu-node", "tune_take_host_out": True},
      "vllm_fleet_min_serving: taking cpu-node out for the search leaves 0 planned instance(s)"),
-], ids=["unknown-host", "no-slo", "bad-levels", "last-host"])
+], ids=["unknown-host", "no-slo", "bad-rates", "last-host"])
 def test_tune_refuses_before_it_stops_anything(playbook, tmp_path, extra, message):
     """playbooks/tune.yml checks its inputs and the capacity guard before any host changes."""
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,

@@ -1,6 +1,6 @@
-"""The SLO search (module_utils/tuning.py): the checks, the planner's candidates, the climb,
-the budget, the verdict, the records preflight reads, replayed on the H200 search's own
-`vllm bench serve` results (bench/results/h200-tune) and on made-up ones."""
+"""The SLO search (module_utils/tuning.py): the checks, the planner's candidates, the search
+for capacity at SLO over starts, the budget, the verdict, the records preflight reads, on
+made-up engines that each hold a known request rate."""
 from __future__ import annotations
 
 import json
@@ -65,7 +65,7 @@ def test_a_bad_workload_is_refused_by_name(workload, message):
 
 def test_the_planner_proposes_and_prunes_by_its_own_figures(h200):
     tuned = h200_plan(h200)["tuning"]
-    assert tuned["state"] == "computed" and tuned["levels"] == [16, 24, 32, 40, 48, 64, 96, 128]
+    assert tuned["state"] == "computed" and tuned["rates"] == [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128]
     names = [c["name"] for c in tuned["candidates"]]
     assert names == ["defaults", "computed", "batched-16384", "batched-32768"]
     assert tuned["candidates"][2]["settings"]["max-num-batched-tokens"] == 16384
@@ -99,94 +99,57 @@ def test_a_bad_slo_stops_the_plan_naming_it(h200):
         h200_plan(h200, slo={"ttft_p99_s": 2, "tpot_mean_ms": 0.05})
 
 
-def recorded_starts() -> list:
-    """Every start of the H200 search, in the order of its runs (tune-run1.json ...)."""
-    return [start for path in sorted(RESULTS.glob("tune-run*.json"))
-            for start in json.loads(path.read_text())["starts"] if "points" in start]
-
-
-def recorded():
-    """(candidate -> level -> point, candidate -> seconds to healthy) of each candidate's
-    first start on the H200 (the search's screening)."""
-    points, ready = {}, {}
-    for start in recorded_starts():
-        if start["candidate"] not in points:
-            points[start["candidate"]] = {p["concurrency"]: p for p in start["points"]}
-            ready[start["candidate"]] = start["start_to_healthy_s"]
-    return points, ready
-
-
-def replay(points: dict, ready: dict | None = None):
-    def start(candidate):
-        return candidate["name"], (ready or {}).get(candidate["name"], 1.0)
-
-    def measure(name, concurrency):
-        return points[name][concurrency]
-    return start, measure, lambda name: None
-
-
-def test_the_h200_search_replayed_is_a_tie_at_32(h200):
-    points, ready = recorded()
-    cands = [c for c in h200_plan(h200)["tuning"]["candidates"] if c["name"] in points]
-    levels = [32, 40, 48, 56, 64, 96, 128]  # the computed plan's run began at 32
-    starts = tuning.search(cands, levels, SLO, *replay(points, ready), budget_starts=3, budget_seconds=1e9,
-                           repeats=1)
-    assert [(s["candidate"], s["capacity"]) for s in starts] == [("defaults", 32), ("computed", 32),
-                                                                  ("batched-16384", 32)]
-    # Each climb stopped at 40, the first level over the 2 s p99 TTFT (2,199-2,209 ms).
-    assert all([p["concurrency"] for p in s["points"]] == [32, 40] for s in starts)
-    summary = tuning.summarize(cands, starts, SLO, 32)
-    assert summary["verdict"] == "tie" and summary["ratio"] == 1.0
-    assert summary["configurations"]["defaults"]["goodput_at_target"] == pytest.approx(4.617, abs=1e-3)
-    assert tuning.record(H200_PROFILE, SLO, WORKLOAD, summary, {})[H200_PROFILE]["settings"] == {}
-
-
-def test_every_recorded_h200_start_holds_32_and_the_verdict_stays_a_tie(h200):
-    """The repeats (runs 3 and 4): two starts each of the defaults and batched-16384."""
-    starts = recorded_starts()
-    cands = [c for c in h200_plan(h200)["tuning"]["candidates"] if c["name"] in {s["candidate"] for s in starts}]
-    summary = tuning.summarize(cands, starts, SLO, 32)
-    rows = summary["configurations"]
-    assert {name: row["capacities"] for name, row in rows.items()} == {
-        "defaults": [32, 32], "batched-16384": [32, 32], "computed": [32]}
-    assert summary["verdict"] == "tie" and summary["ratio"] == 1.0
-    assert rows["defaults"]["output_spread"] < 0.01 and rows["batched-16384"]["output_spread"] < 0.01
-    # the shipped record says what these starts say
-    shipped = json.loads((ROOT / "roles" / "preflight" / "files" / "tuned" / tuning.record_file(H200_PROFILE))
-                         .read_text())[H200_PROFILE]
-    assert shipped == dict(tuning.record(H200_PROFILE, SLO, WORKLOAD, summary, shipped["measured_on"])[H200_PROFILE])
-
-
 def made_up(capacities: dict) -> dict:
-    """Points where each candidate meets the SLO up to its capacity and breaks above it."""
-    return {name: {c: {"concurrency": c, "completed": 2 * c, "failed": 0, "p99_ttft_ms": 1900 if c <= cap else 2100,
-                       "mean_tpot_ms": 30.0, "output_throughput": 40.0 * c, "request_throughput": c / 7,
-                       "request_goodput": c / 8}
-                   for c in (8, 16, 24, 32, 40, 48)} for name, cap in capacities.items()}
+    """measure() for engines that each hold exactly their capacity (requests/s)."""
+    def measure(name, rate, start):
+        return {"rate": rate, "meets_slo": rate <= capacities[name], "start": start, "in_flight": rate * 2,
+                "served_rate": rate, "output_throughput": 256.0 * rate, "p99_ttft_ms": 900.0, "mean_tpot_ms": 30.0}
+    return measure
+
+
+def replay(capacities: dict, calls: list | None = None):
+    """(start, warm_up, measure, stop) of made-up engines; ``calls`` records their order."""
+    calls = [] if calls is None else calls
+    measure = made_up(capacities)
+
+    def start(candidate):
+        calls.append(("start", candidate["name"]))
+        return candidate["name"], 1.0
+
+    def point(name, rate, number):
+        calls.append(("measure", name, rate, number))
+        return measure(name, rate, number)
+    return start, lambda name: calls.append(("warm up", name)), point, lambda name: calls.append(("stop", name))
 
 
 CANDS = [{"name": "defaults", "settings": None, "why": "vLLM's"},
          {"name": "computed", "settings": {"max-model-len": 4096}, "why": "plan"},
          {"name": "batched-16384", "settings": {"max-model-len": 4096, "max-num-batched-tokens": 16384,
                                                 "max-num-seqs": 64, "tensor-parallel-size": 1}, "why": "budget"}]
+GRID = [1, 2, 4, 8]
 
 
 def test_a_candidate_above_every_start_of_the_defaults_becomes_the_plan():
-    levels = [8, 16, 24, 32, 40, 48]
-    starts = tuning.search(CANDS, levels, SLO, *replay(made_up({"defaults": 24, "computed": 24,
-                                                                  "batched-16384": 40})),
-                           budget_starts=6, budget_seconds=1e9)
-    # Screening, then the best and the defaults again, each climbing from a step below its capacity.
-    assert [(s["candidate"], s["phase"]) for s in starts] == [
-        ("defaults", "screen"), ("computed", "screen"), ("batched-16384", "screen"),
-        ("batched-16384", "repeat"), ("defaults", "repeat")]
-    assert [p["concurrency"] for p in starts[3]["points"]] == [32, 40, 48]
-    assert [p["concurrency"] for p in starts[4]["points"]] == [16, 24, 32]
-    summary = tuning.summarize(CANDS, starts, SLO, 24)
-    assert (summary["verdict"], summary["winner"], summary["ratio"]) == ("tuned", "batched-16384", 1.667)
+    calls = []
+    starts = tuning.search(CANDS, GRID, SLO, *replay({"defaults": 4.0, "computed": 4.0, "batched-16384": 6.0},
+                                                     calls), budget_starts=6, budget_seconds=1e9)
+    # Screening, then the best and the defaults again, each searched from the bracket it found.
+    assert [(s["candidate"], s["phase"], s["start"], s["capacity"]) for s in starts] == [
+        ("defaults", "screen", 1, 4), ("computed", "screen", 1, 4), ("batched-16384", "screen", 1, 6.0),
+        ("batched-16384", "repeat", 2, 6.0), ("defaults", "repeat", 2, 4)]
+    assert [p["rate"] for p in starts[3]["points"]] == [6.0, 6.25]
+    # Each start warms up before its first point and stops after its last; the k-th start of
+    # every configuration measures with start number k (paired seeds).
+    assert calls[:3] == [("start", "defaults"), ("warm up", "defaults"), ("measure", "defaults", 1, 1)]
+    assert {c[3] for c in calls if c[0] == "measure" and c[1] == "defaults"} == {1, 2}
+    assert [c[0] for c in calls].count("stop") == 5
+    summary = tuning.summarize(CANDS, starts, SLO)
+    assert (summary["verdict"], summary["winner"], summary["ratio"]) == ("tuned", "batched-16384", 1.5)
+    assert summary["configurations"]["batched-16384"]["at_capacity"]["in_flight"] == 12.0
     rec = tuning.record(H200_PROFILE, SLO, WORKLOAD, summary, {"host": "gpu1"})
     # Only the settings the search varies: context and TP stay the plan's own.
     assert rec[H200_PROFILE]["settings"] == {"max-num-batched-tokens": 16384, "max-num-seqs": 64}
+    assert rec[H200_PROFILE]["capacity_requests_per_s"] == {"defaults": 4, "computed": 4, "batched-16384": 6.0}
     picked = tuning.pick(rec, H200_PROFILE, SLO, WORKLOAD)
     assert picked["state"] == "tuned" and picked["settings"]["max-num-batched-tokens"] == 16384
     other = tuning.pick(rec, H200_PROFILE, dict(SLO, ttft_p99_s=1.0), WORKLOAD)
@@ -195,42 +158,51 @@ def test_a_candidate_above_every_start_of_the_defaults_becomes_the_plan():
                                                               WORKLOAD)["why"]
 
 
-def test_one_start_of_the_defaults_as_good_as_the_candidate_keeps_the_plan():
-    """The defaults' capacity spread over starts: the candidate must beat the best of them."""
-    points = made_up({"defaults": 24, "computed": 24, "batched-16384": 32})
-    rows = {"defaults": {"capacity": 24, "capacities": [24, 32], "goodput_at_target": 3.0,
-                         "at_capacity": {"output_throughput": 960.0}},
-            "batched-16384": {"capacity": 32, "capacities": [32, 32], "goodput_at_target": 3.0,
-                              "at_capacity": {"output_throughput": 1280.0}}}
-    assert tuning.choose(rows)["verdict"] == "tie"
-    assert points["defaults"][24]["p99_ttft_ms"] < 2000 < points["defaults"][32]["p99_ttft_ms"]
+def test_one_start_of_a_candidate_or_a_gain_within_the_resolution_keeps_the_plan():
+    once = tuning.search(CANDS, GRID, SLO, *replay({"defaults": 4.0, "computed": 4.0, "batched-16384": 6.0}),
+                         budget_starts=3, budget_seconds=1e9)
+    summary = tuning.summarize(CANDS, once, SLO)
+    assert summary["verdict"] == "tie" and "it ran 1 start: a candidate needs two to win" in summary["why"]
+    rows = {"defaults": {"capacity": 4.0, "capacities": [4.0, 4.1], "starts": 2, "at_capacity": {}},
+            "batched-16384": {"capacity": 4.25, "capacities": [4.25, 4.3], "starts": 2,
+                              "at_capacity": {"output_throughput": 1.0}}}
+    assert tuning.choose(rows)["verdict"] == "tie"  # 4.25 is within 5 % of the defaults' best start (4.1)
+    rows["batched-16384"]["capacity"] = 4.4
+    assert tuning.choose(rows)["verdict"] == "tuned"
 
 
 def test_the_budget_skips_a_start_that_would_overrun_it():
     now = [0.0]
+    start, warm_up, measure, stop = replay({"defaults": 4.0, "computed": 4.0, "batched-16384": 4.0})
 
-    def start(candidate):
+    def slow_start(candidate):
         now[0] += 100
-        return candidate["name"], 100.0
+        return start(candidate)
 
-    points = made_up({"defaults": 24, "computed": 24, "batched-16384": 24})
-    starts = tuning.search(CANDS, [8, 16, 24, 32], SLO, start, lambda n, c: points[n][c], lambda n: None,
-                           budget_starts=6, budget_seconds=250, clock=lambda: now[0])
+    starts = tuning.search(CANDS, GRID, SLO, slow_start, warm_up, measure, stop, budget_starts=6,
+                           budget_seconds=250, clock=lambda: now[0])
     assert [s["candidate"] for s in starts if "points" in s] == ["defaults", "computed"]
     assert starts[2]["skipped"] == "budget: 2 of 6 starts, 200 of 250 s spent"
-    limited = tuning.search(CANDS, [8, 16, 24, 32], SLO, *replay(points), budget_starts=2, budget_seconds=1e9)
+    limited = tuning.search(CANDS, GRID, SLO, start, warm_up, measure, stop, budget_starts=2, budget_seconds=1e9)
     assert [s.get("skipped", "")[:6] for s in limited] == ["", "", "budget", "budget", "budget"]
 
 
-def test_a_failed_request_breaks_the_level():
-    point = {"completed": 10, "failed": 1, "p99_ttft_ms": 10.0, "mean_tpot_ms": 1.0}
-    assert not tuning.meets(point, SLO)
-    assert tuning.meets(dict(point, failed=0), SLO)
+def test_a_capacity_at_the_top_of_the_grid_is_called_a_lower_bound():
+    starts = tuning.search(CANDS, GRID, SLO, *replay({"defaults": 9.0, "computed": 2.0, "batched-16384": 9.0}),
+                           budget_starts=3, budget_seconds=1e9, repeats=1)
+    summary = tuning.summarize(CANDS, starts, SLO)
+    rows = summary["configurations"]
+    assert rows["defaults"]["held_at_top"] and not rows["computed"]["held_at_top"] and summary["verdict"] == "tie"
+    assert tuning.table(summary)[2].startswith("| defaults | 8 or more (8) |")
+    assert tuning.table(summary)[-1] == ("the SLO held at the grid's top rate for defaults, batched-16384: their "
+                                         "capacity is at least that; give higher rates (tune_rates) to tell them "
+                                         "apart")
 
 
 def test_a_tuned_record_joins_the_plan_under_the_operators_flags(h200):
     config, gpus = h200
     records = {H200_PROFILE: {"slo": SLO, "workload": WORKLOAD, "verdict": "tuned", "why": "measured",
+                              "method": tuning.METHOD,
                               "settings": {"max-num-batched-tokens": 16384, "max-num-seqs": 128},
                               "measured_on": {"host": "gpu1"}}}
     tuned = h200_plan(h200, tuned=records)
@@ -244,7 +216,7 @@ def test_a_tuned_record_joins_the_plan_under_the_operators_flags(h200):
                                             "why": "no vllm_fleet_slo: nothing to tune for"}
 
 
-def test_the_shipped_records_are_sound_and_the_h200_one_says_tie(h200):
+def test_the_shipped_records_are_sound_and_a_closed_loop_one_is_not_applied(h200):
     files = sorted(TUNED.glob("*.json"))
     assert files
     for path in files:
@@ -253,17 +225,9 @@ def test_the_shipped_records_are_sound_and_the_h200_one_says_tie(h200):
         assert tuning.check_slo(rec["slo"]) == [] and tuning.check_workload(rec["workload"]) == []
         assert rec["verdict"] in tuning.VERDICTS and (rec["verdict"] == "tuned") == bool(rec["settings"])
     records = {k: v for path in files for k, v in json.loads(path.read_text()).items()}
+    # The H200 record is the closed-loop climb's (bench/results/h200-tune): a tie, and of a
+    # method whose figures are not capacity at SLO, so the plan stays computed and says why.
     state = h200_plan(h200, tuned=records)["tuning"]
     assert state["state"] == "computed" and state["profile"] == H200_PROFILE
-    assert state["why"].startswith("measured for this SLO, and no candidate beat vLLM's defaults")
+    assert state["why"].startswith("the record for %s was measured by another method (closed-loop" % H200_PROFILE)
     assert json.loads((RESULTS / "summary.json").read_text())["verdict"] == records[H200_PROFILE]["verdict"]
-
-
-def test_a_capacity_at_the_top_level_is_called_a_lower_bound():
-    points = made_up({"defaults": 48, "computed": 24, "batched-16384": 48})
-    starts = tuning.search(CANDS, [8, 16, 24, 32, 40, 48], SLO, *replay(points), budget_starts=3,
-                           budget_seconds=1e9, repeats=1)
-    summary = tuning.summarize(CANDS, starts, SLO, 16)
-    assert summary["held_at_top"] == ["defaults", "batched-16384"] and summary["verdict"] == "tie"
-    assert tuning.table(summary)[-1] == ("the SLO held at the top level (48) for defaults, batched-16384: their "
-                                         "capacity is at least that; climb higher (tune_levels) to tell them apart")

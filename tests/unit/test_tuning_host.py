@@ -36,7 +36,8 @@ def free_port() -> int:
 def args(tmp_path, **extra):
     return dict({"python": standin_python(tmp_path), "base": {"model": str(tmp_path), "served-model-name": "m",
                                                               "load-format": "dummy"},
-                 "candidates": CANDIDATES, "levels": [8, 16, 24, 32, 40, 48], "slo": SLO, "workload": WORKLOAD,
+                 "candidates": CANDIDATES, "rates": [1.0, 2.0, 4.0, 8.0], "warmup_s": 10, "slo": SLO,
+                 "workload": WORKLOAD,
                  "profile": "cpu-x1/m/vllm-0.32.0", "folder": str(tmp_path / "tune"), "port": free_port(),
                  "api_key": "secret-key-1234", "start_timeout": 30}, **extra)
 
@@ -45,18 +46,23 @@ def test_the_search_runs_each_candidate_and_writes_the_record(run_module, tmp_pa
     result = run_module("vllm_tune", args(tmp_path))
     assert result["changed"] is True, result
     starts = result["starts"]
-    # 60 ms per concurrent request breaks 2 s above 32 for the defaults; the 4x budget halves it.
-    assert [(s["candidate"], s["phase"], s["capacity"]) for s in starts] == [
-        ("defaults", "screen", 32), ("batched-32768", "screen", 48), ("batched-32768", "repeat", 48),
-        ("defaults", "repeat", 32)]
-    assert result["summary"]["verdict"] == "tuned" and result["summary"]["ratio"] == 1.5
+    # The stand-in prefills 4 requests/s (8 with the 4x budget) first come first served: its
+    # p99 TTFT passes 2 s a little below that; each repeat confirms the bracket its screen found.
+    assert [(s["candidate"], s["phase"], s["start"], s["capacity"]) for s in starts] == [
+        ("defaults", "screen", 1, 3.0), ("batched-32768", "screen", 1, 7.5), ("batched-32768", "repeat", 2, 7.5),
+        ("defaults", "repeat", 2, 3.0)]
+    assert [p["rate"] for p in starts[0]["points"]] == [1.0, 2.0, 4.0, 3.0, 3.5, 3.25, 3.125]
+    assert result["summary"]["verdict"] == "tuned" and result["summary"]["ratio"] == 2.5
     assert result["record_file"] == "cpu-x1--m--vllm-0.32.0.json"
     assert result["record"]["cpu-x1/m/vllm-0.32.0"]["settings"] == {"max-num-batched-tokens": 32768,
                                                                     "max-num-seqs": 64}
     folder = tmp_path / "tune"
-    # Each start's --config as vLLM reads it, checked by its parser first; each level's own result.
+    # Each start's --config as vLLM reads it, checked by its parser first; its warm-up and each
+    # point's own result, every request's figures in it.
     assert "max-num-batched-tokens: 32768" in (folder / "02-batched-32768.yaml").read_text()
-    assert json.loads((folder / "01-defaults-c40.json").read_text())["goodput"] == ["ttft:2000", "tpot:50"]
+    assert json.loads((folder / "01-defaults-warm-up.json").read_text())["request_rate"] == 1.0
+    point = json.loads((folder / "01-defaults-r4.json").read_text())
+    assert point["request_rate"] == 4.0 and len(point["start_times"]) == 440
     assert "secret-key-1234" not in json.dumps(result)
 
 
@@ -72,7 +78,7 @@ def test_a_candidate_vllm_refuses_stops_the_search_naming_it(run_module, tmp_pat
 def test_check_mode_measures_nothing_and_bad_inputs_are_refused(run_module, tmp_path):
     result = run_module("vllm_tune", args(tmp_path), check_mode=True)
     assert result["changed"] is False and result["starts"] == []
-    assert result["msg"] == "would measure defaults, batched-32768 at [8, 16, 24, 32, 40, 48] concurrent"
+    assert result["msg"] == "would measure defaults, batched-32768 from [1.0, 2.0, 4.0, 8.0] requests/s"
     assert not (tmp_path / "tune").exists()
     result = run_module("vllm_tune", args(tmp_path, slo={"ttft_p99_s": 2}, candidates=CANDIDATES[1:]))
     assert result["failed"] is True
