@@ -10,7 +10,8 @@ vLLM's own start-up figures beside the planner's, and `vllm bench serve` against
   gpu_rehearsal.py table --out DIR                 # calibration.md: the planner vs every fixture
   gpu_rehearsal.py repeats --out DIR               # repeats.md: DIR/rep*/ bench runs, start-to-start spread
   gpu_rehearsal.py tune --out DIR [--budget-seconds S]  # the SLO search (module_utils/tuning.py): tune.json
-  gpu_rehearsal.py tune-plot --out DIR             # DIR/tune-run*.json: every start's climb, tune.png + table
+  gpu_rehearsal.py tune-plot --out DIR             # DIR/tune-run*.json: every start's points, tune.png + table
+  gpu_rehearsal.py capacity --out DIR [--set K=V] --workload 1024/256 8192/256  # capacity at SLO, open-loop
 
 Each bench start gets a fresh cache folder laid out as vllm@.service lays it out (HOME,
 XDG_CACHE_HOME, VLLM_CACHE_ROOT, TRITON_CACHE_DIR), so its start-up is a cold one;
@@ -39,7 +40,7 @@ import ansible.module_utils
 ROOT = Path(__file__).resolve().parent.parent
 # `ansible.module_utils.<name>` finds the project's module_utils/<name>.py, as in Ansible.
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
-from ansible.module_utils import gpu_facts, tuning, tuning_host  # noqa: E402
+from ansible.module_utils import capacity, gpu_facts, tuning, tuning_host  # noqa: E402
 from ansible.module_utils.vllm_config import check_with_vllm, render  # noqa: E402
 from ansible.module_utils.vllm_log import parse_startup_log, replay  # noqa: E402
 from ansible.module_utils.vllm_planner import plan  # noqa: E402
@@ -315,9 +316,8 @@ def bench(args) -> None:
 def tune(args) -> None:
     """The SLO search of playbooks/tune.yml on this GPU, through the same runner
     (module_utils/tuning_host.py) and search (module_utils/tuning.py): the planner's
-    candidates and vLLM's defaults, each climbed level by level until the SLO breaks,
-    within a budget, on one cache folder (--cache, default DIR/cache: only the first start
-    is cold);
+    candidates and vLLM's defaults, each one's capacity at SLO in requests/s, within a
+    budget, on one cache folder (--cache, default DIR/cache: only the first start is cold);
     tune.json after every start."""
     model_name = "gemma-4-31B-it-FP8-block"
     model = model_dir(model_name, args.models)
@@ -331,30 +331,101 @@ def tune(args) -> None:
     cands, pruned = computed["tuning"]["candidates"], computed["tuning"]["pruned"]
     pruned += [dict(c, why="left out of this run (--skip): " + c["why"]) for c in cands if c["name"] in args.skip]
     cands = [c for c in cands if c["name"] not in args.skip]
-    levels = args.levels or computed["tuning"]["levels"]
+    rates = args.rates or computed["tuning"]["rates"]
     runner = tuning_host.Runner(sys.executable, {"model": str(model), "served-model-name": "gemma",
                                                  "load-format": "dummy"}, {}, str(args.out), port=PORT,
                                 user=None, api_key="", workload=workload, slo=slo, start_timeout=900,
                                 cache=str(args.cache or args.out / "cache"))
     result = {"slo": slo, "workload": workload, "gpus": hardware, "candidates": cands, "pruned": pruned,
-              "levels": levels, "starts": []}
+              "rates": rates, "starts": []}
 
     def log(line, starts):
         result["starts"] = starts
         (args.out / "tune.json").write_text(json.dumps(result, indent=1))
         print(line, flush=True)
 
-    result["starts"] = tuning.search(cands, levels, slo, runner.start, runner.measure, runner.stop,
-                                     budget_starts=args.budget_starts, budget_seconds=args.budget_seconds,
-                                     log=log)
-    result["summary"] = tuning.summarize(cands, result["starts"], slo, args.target)
+    result["starts"] = tuning.search(cands, rates, slo, runner.start,
+                                     lambda proc: runner.warm_up(proc, min(rates), args.warmup_s), runner.measure,
+                                     runner.stop, budget_starts=args.budget_starts,
+                                     budget_seconds=args.budget_seconds, log=log)
+    result["summary"] = tuning.summarize(cands, result["starts"], slo)
     (args.out / "tune.json").write_text(json.dumps(result, indent=1))
     print("\n".join(tuning.table(result["summary"])), flush=True)
 
 
+class OutOfTime(Exception):
+    """The next point would end after --deadline-s."""
+
+
+def capacity_run(args) -> None:
+    """Capacity at SLO of one configuration (vLLM's defaults, plus --set flags), open-loop,
+    through the tune role's runner (``tuning_host.Runner``: start, ``measure`` at a request
+    rate) and search (``capacity.find``): one start, then each --workload searched from its
+    --grid.  A point that would end after --deadline-s (from this command's start) is not
+    begun.  capacity.json after every point; the engine's log (its 10-second statistics,
+    the attention backend it chose) beside it."""
+    began = time.monotonic()
+    model_name = "gemma-4-31B-it-FP8-block"
+    model = model_dir(model_name, args.models)
+    slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
+    settings = {key: yaml_value(value) for key, value in (item.split("=", 1) for item in args.set)}
+    runner = tuning_host.Runner(sys.executable, {"model": str(model), "served-model-name": "gemma",
+                                                 "load-format": "dummy"}, {}, str(args.out), port=PORT,
+                                user=None, api_key="", workload={}, slo=slo, start_timeout=900,
+                                cache=str(args.cache or args.out / "cache"))
+    name = args.label or "defaults"
+    result = {"configuration": name, "settings": settings, "slo": slo, "gpus": gpus(), "searches": []}
+    path = args.out / "capacity.json"
+    point_s = capacity.RAMP_S + capacity.WINDOW_S + args.drain_s
+    proc, result["start_to_healthy_s"] = runner.start({"name": name, "settings": settings})
+    try:
+        log = (args.out / f"{proc.tag}.log").read_text(errors="replace")
+        result["backend_lines"] = [line.strip() for line in log.splitlines() if "backend" in line.lower()][:8]
+        for shape, grid in zip(args.workload, args.grid):
+            inp, outp = (int(x) for x in shape.split("/"))
+            runner.workload = {"input_len": inp, "output_len": outp}
+            search = {"workload": runner.workload, "grid": grid, "points": []}
+            result["searches"].append(search)
+            if args.warmup_s:
+                runner.warm_up(proc, grid[0], args.warmup_s)
+                search["warm_up"] = {"rate": grid[0], "seconds": args.warmup_s}
+
+            def measure(rate, search=search):
+                if time.monotonic() - began + point_s > args.deadline_s:
+                    raise OutOfTime()
+                point = runner.measure(proc, rate, args.start)
+                point["ended_s"] = round(time.monotonic() - began)
+                search["points"].append(point)
+                path.write_text(json.dumps(result, indent=1))
+                print(json.dumps(point), flush=True)
+                return point
+
+            try:
+                search.update({k: v for k, v in capacity.find(measure, grid).items() if k != "points"})
+            except OutOfTime:
+                search["stopped"] = "deadline: %.0f s" % args.deadline_s
+            path.write_text(json.dumps(result, indent=1))
+    finally:
+        runner.stop(proc)
+        path.write_text(json.dumps(result, indent=1))
+    for search in result["searches"]:
+        print(json.dumps({k: v for k, v in search.items() if k != "points"}), flush=True)
+
+
+def yaml_value(text: str):
+    """A --set value as the --config file would read it (numbers as numbers)."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
 def tune_plot(args) -> None:
-    """tune.png: p99 TTFT and mean TPOT of every start's climb (DIR/tune-run*.json) against
-    the SLO, and the summary table over all runs (no GPU needed)."""
+    """tune.png: p99 TTFT and mean TPOT of every start's points (DIR/tune-run*.json) against
+    the request rate and the SLO, and the summary table over all runs (no GPU needed)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -364,21 +435,22 @@ def tune_plot(args) -> None:
     starts = [s for run in runs for s in run["starts"]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for number, start in enumerate((s for s in starts if "points" in s), 1):
-        xs = [p["concurrency"] for p in start["points"]]
+        points = sorted(start["points"], key=lambda p: p["rate"])
+        xs = [p["rate"] for p in points]
         name = "%s (start %d)" % (start["candidate"], number)
-        left.plot(xs, [p["p99_ttft_ms"] / 1000 for p in start["points"]], marker="o", label=name)
-        right.plot(xs, [p["mean_tpot_ms"] for p in start["points"]], marker="o", label=name)
+        left.plot(xs, [p["p99_ttft_ms"] / 1000 for p in points], marker="o", label=name)
+        right.plot(xs, [p["mean_tpot_ms"] for p in points], marker="o", label=name)
     left.axhline(slo["ttft_p99_s"], color="red", linestyle="--", label="SLO")
     right.axhline(slo["tpot_mean_ms"], color="red", linestyle="--", label="SLO")
     for axis, ylabel in ((left, "p99 time to first token (s)"), (right, "mean time per output token (ms)")):
-        axis.set_xlabel("concurrency")
+        axis.set_xlabel("requests/s (Poisson arrivals)")
         axis.set_ylabel(ylabel)
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=8)
     fig.suptitle("SLO search, Gemma-4-31B FP8-block (random weights), vLLM 0.25.1, one H200: 1024 in / 256 out")
     fig.tight_layout()
     fig.savefig(args.out / "tune.png", dpi=110)
-    summary = tuning.summarize(list(cands.values()), starts, slo, runs[0]["workload"]["target_concurrency"])
+    summary = tuning.summarize(list(cands.values()), starts, slo)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print("\n".join(tuning.table(summary)))
 
@@ -419,7 +491,7 @@ def plot(args) -> None:
                   f"p99 {p['p99_ttft_ms']:8.1f} ms  TPOT {p['mean_tpot_ms']:6.2f} ms")
     for axis, ylabel in ((left, "output tokens/s"), (right, "p99 TTFT (ms)")):
         axis.set_xscale("log", base=2)
-        axis.set_xlabel("concurrency")
+        axis.set_xlabel("requests/s (Poisson arrivals)")
         axis.set_ylabel(ylabel)
         axis.grid(True, alpha=0.3)
         axis.legend()
@@ -459,7 +531,7 @@ def repeats(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table", "repeats", "tune",
-                                         "tune-plot"])
+                                         "tune-plot", "capacity"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--models", type=Path, default=Path("/tmp/gpu-rehearsal-models"))
     parser.add_argument("--eager", action="store_true", help="calibrate with --enforce-eager")
@@ -475,19 +547,32 @@ def main() -> None:
                         help="the planned configuration's KV cache (preflight_kv_cache_dtype)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
     parser.add_argument("--min-prompts", type=int, default=8)
-    parser.add_argument("--levels", type=int, nargs="+",
-                        help="tune: the concurrency levels the climb goes through (default: the plan's)")
+    parser.add_argument("--rates", type=float, nargs="+",
+                        help="tune: the request rates the search goes up through (default: the plan's)")
     parser.add_argument("--ttft-p99-s", type=float, default=2.0)
     parser.add_argument("--tpot-mean-ms", type=float, default=50.0)
-    parser.add_argument("--target", type=int, default=32, help="tune: the operator's target concurrency")
+    parser.add_argument("--target", type=int, default=32, help="tune: the operator's target concurrency (it "
+                        "prunes candidates whose KV cache cannot hold it)")
     parser.add_argument("--budget-starts", type=int, default=6)
     parser.add_argument("--skip", nargs="*", default=[], help="tune: candidates left out of this run")
     parser.add_argument("--budget-seconds", type=float, default=1200)
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="capacity: engine flags on top of vLLM's defaults")
+    parser.add_argument("--label", help="capacity: the configuration's name (default: defaults)")
+    parser.add_argument("--workload", nargs="+", default=["1024/256"], metavar="IN/OUT")
+    parser.add_argument("--grid", type=lambda text: [float(x) for x in text.split(",")], nargs="+",
+                        default=[[4.5, 5.5, 6.5]], metavar="R1,R2,...",
+                        help="capacity: the coarse grid of request rates, one per --workload")
+    parser.add_argument("--start", type=int, default=1, help="capacity: the start number (seeds are paired by it)")
+    parser.add_argument("--deadline-s", type=float, default=1e9, help="capacity: begin no point that would end later")
+    parser.add_argument("--warmup-s", type=float, default=45.0,
+                        help="capacity: seconds of unmeasured traffic at the grid's first rate before each search")
+    parser.add_argument("--drain-s", type=float, default=20.0, help="capacity: a point's time after its last arrival")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     {"calibrate": calibrate, "bench": bench, "roofline": roofline, "plot": plot,
      "table": table, "repeats": repeats, "tune": tune,
-     "tune-plot": tune_plot}[args.mode](args)
+     "tune-plot": tune_plot, "capacity": capacity_run}[args.mode](args)
 
 
 if __name__ == "__main__":
