@@ -137,6 +137,12 @@ options:
     description: The workload shape the SLO is for, C(input_len), C(output_len), C(target_concurrency).
     type: dict
     default: {}
+  fleet_request_rate:
+    description:
+      - Requests per second the whole fleet must hold at the SLO; 0 for none. With it the plan's
+        C(capacity) says how many hosts like this one that takes.
+    type: float
+    default: 0
   tuned:
     description:
       - The tuned-settings records by hardware profile (C(roles/preflight/files/tuned/*.json)); a record
@@ -238,7 +244,7 @@ from ansible.module_utils.vllm_planner import PlanError, plan
 PARAMETERS = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
               "nvlink_fully_connected", "weight_bytes", "block_size", "engine",
               "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env", "engine_version",
-              "decode_seconds_per_token", "slo", "workload", "tuned", "model_name",
+              "decode_seconds_per_token", "slo", "workload", "fleet_request_rate", "tuned", "model_name",
               "nodes", "node_rank", "master_addr", "interconnect")
 SERVING = ("port", "bind_address", "served_model_name", "load_format", "sse_keep_alive_interval")
 
@@ -280,6 +286,7 @@ def main():
             decode_seconds_per_token=dict(type="float", default=0.05),
             slo=dict(type="dict", default={}),
             workload=dict(type="dict", default={}),
+            fleet_request_rate=dict(type="float", default=0.0),
             tuned=dict(type="dict", default={}),
             model_name=dict(type="str", default=""),
             pipeline_parallel_size=dict(type="raw", default="auto"),

@@ -62,7 +62,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ansible.module_utils import tuning
+from ansible.module_utils import capacity_model, tuning
 from ansible.module_utils.fp8 import how_vllm_runs, parse_cc
 from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
 from ansible.module_utils.vllm_versions import (CALIBRATION, FLOAT16_REFUSED_MODEL_TYPES, K_EQ_V_KV_FACTOR,
@@ -467,7 +467,8 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
          engine_version: str = "", serving: dict | None = None, shutdown_timeout="auto",
          decode_seconds_per_token: float = 0.05, slo: dict | None = None, workload: dict | None = None,
          tuned: dict | None = None, model_name: str = "", pipeline_parallel_size="auto", nodes: int = 1,
-         node_rank: int = 0, master_addr: str = "", interconnect: str = "") -> dict:
+         node_rank: int = 0, master_addr: str = "", interconnect: str = "",
+         fleet_request_rate: float = 0.0) -> dict:
     """Plan one host.  Raises PlanError naming the parameter when it cannot work.
 
     ``vllm_args``/``vllm_env`` are the operator's extra flags and environment; they
@@ -489,8 +490,18 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     auto), pipeline parallel across them and tensor parallel inside each; ``node_rank``
     is this host's place in the group (0: the head, whose ``master_addr`` the workers
     reach), ``interconnect`` how the hosts are connected.  See ``_across_nodes()``.
+
+    With ``slo`` on GPUs the plan also states ``capacity``: the requests/s an instance and
+    the host are expected to hold at the SLO (``module_utils/capacity_model.py``), and with
+    ``tensor_parallel_size`` auto on several GPUs the layout (TP x replicas) is the one
+    with the most (``_layout_by_capacity``), its alternatives listed.  With
+    ``fleet_request_rate`` it says how many hosts like this one the fleet needs.
     """
     given = dict(locals())
+    if isinstance(fleet_request_rate, bool) or not isinstance(fleet_request_rate, (int, float)) \
+            or not 0 <= fleet_request_rate < 1e6:
+        raise PlanError("fleet_request_rate: %r is not a number of requests per second, 0 or more"
+                        % (fleet_request_rate,))
     problems, warnings = check_operator_args(vllm_args, vllm_env)
     if problems:
         raise PlanError("; ".join("%s[%r]: %s" % ("vllm_env" if key in (vllm_env or {}) else
@@ -681,7 +692,80 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     }
     if slo:
         tuned_state.update(zip(("candidates", "pruned"), _candidates(result, given, shape, gpus)))
+        if engine == "cuda" and gpus and pp == 1:
+            result["capacity"] = _capacity(result, shape, groups, group_size, available, batched, kv_bytes,
+                                           slo, workload, gpus[0]["name"], fleet_request_rate)
+            if tensor_parallel_size == "auto" and len(gpus) > 1:
+                return _layout_by_capacity(result, given)
     return result
+
+
+def _capacity(result: dict, shape: Shape, groups, group_size: int, available: int, batched: int,
+              kv_bytes: int, slo: dict, workload: dict, gpu: str, fleet_rate: float) -> dict:
+    """What the plan expects an instance and the host to hold at the SLO, and the fleet's
+    need of hosts like this one; or why there is no figure."""
+    tp = result["tensor_parallel_size"]
+    length = workload["input_len"] + workload["output_len"]
+
+    def kv_read_bytes(ctx: float) -> float:
+        return sum(layer_kv_bytes(layer, tp, kv_bytes) * min(ctx, layer.window or ctx)
+                   for layer in shape.layers if not layer.shared)
+    try:
+        costs = capacity_model.step_costs(result, gpu, kv_read_bytes, workload)
+    except capacity_model.NoModel as exc:
+        return {"why": str(exc)}
+    held = kv_capacity(groups, group_size, available, length, batched)["max_concurrency"]
+    instance = capacity_model.capacity(costs, workload, slo, held)
+    host = round(instance["requests_per_s"] * result["replicas"], 2)
+    found = {"per_instance": instance, "per_host_requests_per_s": host, "kv_requests": round(held, 1),
+             "operands": costs["operands"], "calibration": capacity_model.CALIBRATION["measured_on"]}
+    if fleet_rate:
+        found["fleet"] = {"request_rate": fleet_rate,
+                          "hosts_needed": math.ceil(fleet_rate / host) if host else None}
+    return found
+
+
+def choose_layout(capacities: dict) -> int:
+    """The tensor parallel size whose host holds the most requests/s (``capacities``: size ->
+    requests/s); within 5 % of the most, the smallest (more replicas, less all-reduce, which
+    the capacity model does not count)."""
+    best = max(capacities.values())
+    return min(size for size, rate in capacities.items() if rate >= 0.95 * best)
+
+
+def _layout_by_capacity(computed: dict, given: dict) -> dict:
+    """Of the valid tensor parallel sizes on this host, the plan whose host holds the most
+    requests/s at the SLO (within 5 %, the one with more replicas: less all-reduce, which
+    the model does not count); ``layout`` lists every size weighed."""
+    weighed = []
+    for tp in (size for size in range(1, len(given["gpus"]) + 1) if len(given["gpus"]) % size == 0):
+        try:
+            alternative = computed if tp == computed["tensor_parallel_size"] else plan(
+                **dict(given, tensor_parallel_size=tp))
+        except PlanError as exc:
+            weighed.append({"tensor_parallel_size": tp, "why": str(exc)})
+            continue
+        weighed.append({"tensor_parallel_size": tp, "plan": alternative})
+    fits = {w["tensor_parallel_size"]: w["plan"]["capacity"]["per_host_requests_per_s"] for w in weighed
+            if "plan" in w and "per_host_requests_per_s" in w["plan"].get("capacity", {})}
+    if not fits:
+        return computed
+    chosen = next(w["plan"] for w in weighed if w["tensor_parallel_size"] == choose_layout(fits))
+    rows = []
+    for w in weighed:
+        row = {"tensor_parallel_size": w["tensor_parallel_size"]}
+        if "plan" in w:
+            cap = w["plan"].get("capacity", {})
+            row.update(replicas=w["plan"]["replicas"], requests_per_s=cap.get("per_host_requests_per_s"),
+                       bound_by=cap.get("per_instance", {}).get("bound_by"), kv_requests=cap.get("kv_requests"),
+                       why=cap.get("why", ""))
+        else:
+            row["why"] = w["why"]
+        rows.append(row)
+    chosen = dict(chosen)
+    chosen["layout"] = {"chosen_by": "capacity at the SLO", "alternatives": rows,
+                        "smallest_fitting_tensor_parallel_size": computed["tensor_parallel_size"]}
+    return chosen
 
 
 def _tuning(slo, workload, tuned, gpus, engine, model_name, vllm_version, vllm_args) -> tuple:

@@ -1,0 +1,116 @@
+"""The requests per second one engine instance is expected to hold at the SLO: a model of
+vLLM's engine step, calibrated on the H200 measurements (docs/capacity.md).
+
+One engine step decodes one token of each of the B running requests and prefills up to
+the chunk budget.  Its time is
+
+    t = a + B * r(ctx) + p * c
+
+- ``a``: reading the weights once (bytes per GPU / the GPU's memory bandwidth x
+  ``read_weights``) - the decode step of one request;
+- ``r(ctx)``: reading one request's KV cache of ``ctx`` tokens (sliding-window layers at
+  most their window) at ``read_kv`` of the bandwidth;
+- ``c``: one prompt token's prefill, 2 x parameters / TP floating-point operations at
+  ``prefill`` of the GPU's dense tensor throughput (FP8 where the weights and the GPU are).
+
+At a steady request rate L, Little's law gives B = L x out x t and a prefill of
+p = L x in x t tokens a step, so  t = a / (1 - L (out r + in c)):  the mean time per output
+token.  TTFT's p99 is that of one queue whose work per request is its prefill and one step,
+S = in c + t, at the step's load u = L (out r + in c): S plus the p99 of the wait, taken as
+exponential with Kingman's mean for Poisson arrivals and a deterministic service,
+u S / (2 (1 - u)):  S / (2 (1 - u)) x ln(100 u).  KV: the requests in
+flight, L x (mean TTFT + out x t), must fit the requests of the workload's length the KV
+cache holds (the planner's figure, every KV group counted).
+
+Capacity is the highest L that meets all three, found by bisection.  Plain Python; the
+planner gives it the plan's figures (weights, KV, parameters, TP) and the GPU's name.
+"""
+from __future__ import annotations
+
+import math
+
+# Datasheet figures, dense (no sparsity): memory bandwidth bytes/s and tensor FLOP/s by
+# operand (docs/capacity.md names each datasheet).  NVML's name is the key.
+GPUS = {
+    "NVIDIA H200": {"bandwidth": 4.8e12, "fp8": 1979e12, "bf16": 989e12},
+    "NVIDIA H100 80GB HBM3": {"bandwidth": 3.35e12, "fp8": 1979e12, "bf16": 989e12},
+    "NVIDIA A100-SXM4-80GB": {"bandwidth": 2.039e12, "fp8": None, "bf16": 312e12},
+    "NVIDIA A100-SXM4-40GB": {"bandwidth": 1.555e12, "fp8": None, "bf16": 312e12},
+    "NVIDIA A100 80GB PCIe": {"bandwidth": 1.935e12, "fp8": None, "bf16": 312e12},
+    "NVIDIA L40S": {"bandwidth": 0.864e12, "fp8": 733e12, "bf16": 362e12},
+}
+# Shares of the datasheet figures vLLM 0.25.1 reached on one H200 with Gemma-4-31B FP8-block
+# (bench/results/h200/, bench/results/h200-tune/; docs/capacity.md shows the arithmetic).
+CALIBRATION = {
+    "measured_on": "NVIDIA H200, vLLM 0.25.1, Gemma-4-31B FP8-block, closed-loop runs of 2026-11-29/12-01",
+    # one request's decode step 13.04 ms (76.7 tokens/s) for 32.2 GB of weights at 4.8 TB/s
+    "read_weights": 0.515,
+    # fitted to the closed-loop TPOT at 16-64 concurrent requests (within 9 %): the KV bytes the
+    # model counts (every layer, sliding ones up to their window) read at 1.28x the datasheet
+    # bandwidth - more than the memory can give, so the attention reads fewer bytes than counted
+    "read_kv": 1.28,
+    # a burst of 1,024-token prompts prefilled at 18.6k tokens/s: 61.4 GFLOP a token of 1,979 TFLOP/s
+    "prefill": 0.577,
+}
+
+
+class NoModel(ValueError):
+    """The GPU or the plan has no figures the model can use; says which."""
+
+
+def step_costs(plan: dict, gpu: str, kv_read_bytes, workload: dict) -> dict:
+    """``a``, ``r(ctx)`` and ``c`` in seconds for one instance of ``plan`` on ``gpu``.
+    ``kv_read_bytes(ctx)``: bytes of KV one request of ``ctx`` tokens has per GPU."""
+    spec = GPUS.get(gpu)
+    if spec is None:
+        raise NoModel("no capacity model for %s: its memory bandwidth and tensor throughput are not in "
+                      "module_utils/capacity_model.GPUS" % gpu)
+    fp8 = spec["fp8"] and "fp8" in str((plan.get("quantization") or {}).get("scheme", "")).lower()
+    flops = spec["fp8"] if fp8 else spec["bf16"]
+    tp = plan["tensor_parallel_size"]
+    ctx = workload["input_len"] + workload["output_len"] / 2
+    return {"a": plan["weight_bytes_per_gpu"] / (spec["bandwidth"] * CALIBRATION["read_weights"]),
+            "r": kv_read_bytes(ctx) / (spec["bandwidth"] * CALIBRATION["read_kv"]),
+            "c": 2 * plan["parameters"] / tp / (flops * CALIBRATION["prefill"]),
+            "operands": "fp8" if fp8 else "bf16"}
+
+
+def at_rate(costs: dict, workload: dict, rate: float) -> dict:
+    """Mean TPOT, p99 TTFT (seconds) and requests in flight at ``rate`` requests/s;
+    None figures past saturation."""
+    inp, out = workload["input_len"], workload["output_len"]
+    load = rate * (out * costs["r"] + inp * costs["c"])
+    if load >= 1:
+        return {"tpot": None, "ttft_p99": None, "in_flight": None, "load": load}
+    step = costs["a"] / (1 - load)
+    service = inp * costs["c"] + step
+    wait_mean = service * load / (2 * (1 - load))
+    wait_p99 = service / (2 * (1 - load)) * math.log(100 * load) if load > 0.01 else 0.0
+    return {"tpot": step, "ttft_p99": service + wait_p99, "in_flight": rate * (service + wait_mean + out * step),
+            "load": load}
+
+
+def capacity(costs: dict, workload: dict, slo: dict, kv_requests: float) -> dict:
+    """The highest request rate meeting the SLO and the KV cache (``kv_requests``: requests
+    of the workload's length the cache holds), and the figure that bounds it."""
+    def limit(rate):
+        figures = at_rate(costs, workload, rate)
+        if figures["tpot"] is None:
+            return "saturation"
+        if figures["tpot"] > slo["tpot_mean_ms"] / 1000.0:
+            return "tpot"
+        if figures["ttft_p99"] > slo["ttft_p99_s"]:
+            return "ttft"
+        if figures["in_flight"] > kv_requests:
+            return "kv"
+        return None
+
+    low, high = 0.0, 1.0
+    while limit(high) is None:
+        low, high = high, high * 2
+    while high - low > 1e-3 * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if limit(middle) is None else (low, middle)
+    figures = at_rate(costs, workload, low)
+    return {"requests_per_s": round(low, 2), "bound_by": limit(high), "in_flight": round(figures["in_flight"] or 0, 1),
+            "tpot_ms": round((figures["tpot"] or 0) * 1000, 1), "ttft_p99_s": round(figures["ttft_p99"] or 0, 2)}
