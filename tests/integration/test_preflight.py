@@ -160,6 +160,8 @@ SLO_REFUSALS = {
     "workload-zero": ({"vllm_fleet_slo": {"ttft_p99_s": 2, "tpot_mean_ms": 50},
                        "vllm_fleet_workload": {"input_len": 0, "output_len": 256, "target_concurrency": 32}},
                       "vllm_fleet_workload.input_len: 0 is not a whole number from 1 to 10000000"),
+    "fleet-rate-negative": ({"vllm_fleet_slo": {"ttft_p99_s": 2, "tpot_mean_ms": 50}, "vllm_fleet_request_rate": -5},
+                            "vllm_fleet_request_rate: -5.0 is not a number of requests per second, 0 or more"),
 }
 
 
@@ -169,7 +171,7 @@ def test_an_slo_is_checked_and_the_h200_record_is_read(playbook, tmp_path):
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     h200 = dict(local, vllm_fleet_engine="cuda", vllm_fleet_engine_version="0.25.1",
                 preflight_model="gemma-4-31B-it-FP8-block", preflight_max_model_len=32768,
-                vllm_fleet_slo={"ttft_p99_s": 2, "tpot_mean_ms": 50},
+                vllm_fleet_slo={"ttft_p99_s": 2, "tpot_mean_ms": 50}, vllm_fleet_request_rate=100,
                 preflight_hardware={"gpus": [{"name": "NVIDIA H200", "memory_total_bytes": 150754820096,
                                               "compute_capability": "9.0"}]})
     cpu = dict(local, preflight_hardware={"gpus": []}, vllm_fleet_engine="cpu", preflight_model="tiny-gemma4",
@@ -187,6 +189,16 @@ def test_an_slo_is_checked_and_the_h200_record_is_read(playbook, tmp_path):
     assert tuning["why"].startswith("the record for nvidia-h200-x1/gemma-4-31B-it-FP8-block/vllm-0.25.1 was measured "
                                     "by another method (closed-loop")
     assert [c["name"] for c in tuning["candidates"]] == ["defaults", "computed", "batched-16384", "batched-32768"]
+    # The capacity it states, the hosts the fleet's rate needs, and the warning that one is too few.
+    capacity = report(run, "h200")["plan"]["capacity"]
+    assert capacity["fleet"] == {"request_rate": 100.0, "hosts_needed": 14}
+    table = next(r["msg"] for host in [*SLO_REFUSALS, "h200"] for _n, r in run.host_results(host)
+                 if str(r.get("msg", "")).startswith("host "))
+    assert ("h200: expected capacity %s requests/s at the SLO (1 x %s, bound by kv"
+            % (capacity["per_host_requests_per_s"], capacity["per_instance"]["requests_per_s"])) in table
+    assert "h200: the fleet's 100.0 requests/s need 14 hosts like this one" in table
+    assert ("fleet: %.2f requests/s expected at the SLO from the planned hosts; vllm_fleet_request_rate is 100.0: "
+            "warning: fewer hosts than the rate needs" % capacity["per_host_requests_per_s"]) in table
 
 
 def test_a_serving_group_is_planned_across_its_hosts(playbook, tmp_path):
