@@ -45,6 +45,10 @@ class Runner:
         self.python, self.folder, self.port, self.user = python, folder, port, user
         self.base = dict(base, host="127.0.0.1", port=port)
         self.env = dict(os.environ, **env, **cache_env(cache or os.path.join(folder, "cache")))
+        if user:
+            # what systemd's User= sets: torch's inductor names its cache folder after $USER
+            # (/tmp/torchinductor_<user>), and root's is not the engine user's to write
+            self.env.update(USER=user, LOGNAME=user)
         if api_key:
             self.env["VLLM_API_KEY"] = api_key
         self.api_key, self.workload, self.slo, self.start_timeout = api_key, workload, slo, start_timeout

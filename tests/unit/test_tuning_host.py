@@ -84,3 +84,18 @@ def test_check_mode_measures_nothing_and_bad_inputs_are_refused(run_module, tmp_
     assert result["failed"] is True
     assert result["msg"] == ("vllm_fleet_slo.tpot_mean_ms: None is not a number of milliseconds; candidates: the plan's "
                              "tuning.candidates, vLLM's defaults first (is vllm_fleet_slo set?)")
+
+
+def test_the_engine_user_gets_its_own_user_variables(tmp_path, monkeypatch):
+    """A search started by root as the engine user: torch's inductor cache folder is named
+    after $USER, so root's would be /tmp/torchinductor_root, which the engine user cannot write
+    (vLLM died in warm-up with PermissionError on the demo fleet)."""
+    from ansible.module_utils.tuning_host import Runner
+    monkeypatch.setenv("USER", "root")
+    monkeypatch.setenv("LOGNAME", "root")
+    runner = Runner("python3", {"model": "m", "served-model-name": "m"}, {}, str(tmp_path), port=1, user="vllm",
+                    api_key="", workload=WORKLOAD, slo=SLO, start_timeout=1)
+    assert (runner.env["USER"], runner.env["LOGNAME"], runner.env["HOME"]) == ("vllm", "vllm", str(tmp_path / "cache"))
+    mine = Runner("python3", {"model": "m", "served-model-name": "m"}, {}, str(tmp_path), port=1, user=None,
+                  api_key="", workload=WORKLOAD, slo=SLO, start_timeout=1)
+    assert mine.env["USER"] == "root"
