@@ -491,7 +491,7 @@ def plot(args) -> None:
                   f"p99 {p['p99_ttft_ms']:8.1f} ms  TPOT {p['mean_tpot_ms']:6.2f} ms")
     for axis, ylabel in ((left, "output tokens/s"), (right, "p99 TTFT (ms)")):
         axis.set_xscale("log", base=2)
-        axis.set_xlabel("requests/s (Poisson arrivals)")
+        axis.set_xlabel("concurrency")
         axis.set_ylabel(ylabel)
         axis.grid(True, alpha=0.3)
         axis.legend()
