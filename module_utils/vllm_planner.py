@@ -696,7 +696,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
             result["capacity"] = _capacity(result, shape, groups, group_size, available, batched, kv_bytes,
                                            slo, workload, gpus[0]["name"], fleet_request_rate)
             if tensor_parallel_size == "auto" and len(gpus) > 1:
-                return _layout_by_capacity(result, given)
+                return _layout_by_capacity(result, given, len(gpus))
     return result
 
 
@@ -733,12 +733,13 @@ def choose_layout(capacities: dict) -> int:
     return min(size for size, rate in capacities.items() if rate >= 0.95 * best)
 
 
-def _layout_by_capacity(computed: dict, given: dict) -> dict:
-    """Of the valid tensor parallel sizes on this host, the plan whose host holds the most
-    requests/s at the SLO (within 5 %, the one with more replicas: less all-reduce, which
-    the model does not count); ``layout`` lists every size weighed."""
+def _layout_by_capacity(computed: dict, given: dict, gpu_count: int) -> dict:
+    """Of the valid tensor parallel sizes on this host's ``gpu_count`` GPUs (declared ones
+    counted, not listed: ``expand_gpus``), the plan whose host holds the most requests/s at
+    the SLO (within 5 %, the one with more replicas: less all-reduce, which the model does
+    not count); ``layout`` lists every size weighed."""
     weighed = []
-    for tp in (size for size in range(1, len(given["gpus"]) + 1) if len(given["gpus"]) % size == 0):
+    for tp in (size for size in range(1, gpu_count + 1) if gpu_count % size == 0):
         try:
             alternative = computed if tp == computed["tensor_parallel_size"] else plan(
                 **dict(given, tensor_parallel_size=tp))

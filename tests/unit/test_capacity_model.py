@@ -98,6 +98,9 @@ def test_four_h100s_in_bf16_get_the_layout_that_holds_the_most():
     assert rows[1]["requests_per_s"] < rows[2]["requests_per_s"] < rows[4]["requests_per_s"]
     assert rows[4]["requests_per_s"] == after["capacity"]["per_host_requests_per_s"]
     assert rows[1]["kv_requests"] == 1.7
+    # declared hardware says the same GPUs as one entry with a count
+    declared = [{key: h100[0][key] for key in ("name", "memory_total_bytes", "compute_capability")} | {"count": 4}]
+    assert plan(model("gemma-4-31B-it"), declared, slo=SLO, workload=LONG, **args)["layout"] == after["layout"]
     # an operator's own TP is kept: nothing is weighed
     mine = plan(model("gemma-4-31B-it"), h100, slo=SLO, workload=LONG, tensor_parallel_size=2, **args)
     assert (mine["tensor_parallel_size"], mine["replicas"]) == (2, 2) and "layout" not in mine
