@@ -357,6 +357,19 @@ class OutOfTime(Exception):
     """The next point would end after --deadline-s."""
 
 
+def weights_plugin(weights: str, out: Path) -> tuple:
+    """The load format and engine environment for --weights: vLLM's own dummy draw, or
+    bench/realistic_weights.py's ``dummy_realistic`` through an entry point written here."""
+    if weights == "dummy":
+        return "dummy", {}
+    info = out / "plugin" / "vllm_fleet_realistic_weights-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-fleet-realistic-weights\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[vllm.general_plugins]\nrealistic_weights = realistic_weights:register\n")
+    path = [str(out / "plugin"), str(ROOT / "bench")] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+    return "dummy_realistic", {"PYTHONPATH": os.pathsep.join(path)}
+
+
 def capacity_run(args) -> None:
     """Capacity at SLO of one configuration (vLLM's defaults, plus --set flags), open-loop,
     through the tune role's runner (``tuning_host.Runner``: start, ``measure`` at a request
@@ -369,18 +382,21 @@ def capacity_run(args) -> None:
     model = model_dir(model_name, args.models)
     slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
     settings = {key: yaml_value(value) for key, value in (item.split("=", 1) for item in args.set)}
+    load_format, env = weights_plugin(args.weights, args.out)
     runner = tuning_host.Runner(sys.executable, {"model": str(model), "served-model-name": "gemma",
-                                                 "load-format": "dummy"}, {}, str(args.out), port=PORT,
+                                                 "load-format": load_format}, env, str(args.out), port=PORT,
                                 user=None, api_key="", workload={}, slo=slo, start_timeout=900,
                                 cache=str(args.cache or args.out / "cache"))
     name = args.label or "defaults"
-    result = {"configuration": name, "settings": settings, "slo": slo, "gpus": gpus(), "searches": []}
+    result = {"configuration": name, "settings": settings, "weights": args.weights, "slo": slo, "gpus": gpus(),
+              "searches": []}
     path = args.out / "capacity.json"
     point_s = capacity.RAMP_S + capacity.WINDOW_S + args.drain_s
     proc, result["start_to_healthy_s"] = runner.start({"name": name, "settings": settings})
     try:
         log = (args.out / f"{proc.tag}.log").read_text(errors="replace")
         result["backend_lines"] = [line.strip() for line in log.splitlines() if "backend" in line.lower()][:8]
+        result["weights_lines"] = [line.strip() for line in log.splitlines() if "realistic FP8 weights" in line]
         for shape, grid in zip(args.workload, args.grid):
             inp, outp = (int(x) for x in shape.split("/"))
             runner.workload = {"input_len": inp, "output_len": outp}
@@ -559,6 +575,9 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="capacity: engine flags on top of vLLM's defaults")
     parser.add_argument("--label", help="capacity: the configuration's name (default: defaults)")
+    parser.add_argument("--weights", choices=["dummy", "realistic"], default="dummy",
+                        help="capacity: vLLM's dummy weights, or FP8 weights with a real spread "
+                             "(bench/realistic_weights.py)")
     parser.add_argument("--workload", nargs="+", default=["1024/256"], metavar="IN/OUT")
     parser.add_argument("--grid", type=lambda text: [float(x) for x in text.split(",")], nargs="+",
                         default=[[4.5, 5.5, 6.5]], metavar="R1,R2,...",
