@@ -40,15 +40,16 @@ GPUS = {
     "NVIDIA L40S": {"bandwidth": 0.864e12, "fp8": 733e12, "bf16": 362e12},
 }
 # Shares of the datasheet figures vLLM 0.25.1 reached on one H200 with Gemma-4-31B FP8-block
-# (bench/results/h200/, bench/results/h200-tune/; docs/capacity.md shows the arithmetic).
+# (bench/results/h200/, h200-tune/, h200-capacity/; docs/capacity.md shows the arithmetic).
 CALIBRATION = {
-    "measured_on": "NVIDIA H200, vLLM 0.25.1, Gemma-4-31B FP8-block, closed-loop runs of 2026-11-29/12-01",
+    "measured_on": "NVIDIA H200, vLLM 0.25.1, Gemma-4-31B FP8-block: closed-loop runs of 2026-11-29/12-01, "
+                   "open-loop with realistic FP8 weights of 2026-12-04",
     # one request's decode step 13.04 ms (76.7 tokens/s) for 32.2 GB of weights at 4.8 TB/s
     "read_weights": 0.515,
-    # fitted to the closed-loop TPOT at 16-64 concurrent requests (within 9 %): the KV bytes the
-    # model counts (every layer, sliding ones up to their window) read at 1.28x the datasheet
-    # bandwidth - more than the memory can give, so the attention reads fewer bytes than counted
-    "read_kv": 1.28,
+    # fitted to the open-loop mean TPOT at 3.25 and 4.875 requests/s of 1,024/256 (realistic
+    # weights; each within 4 %): the KV bytes the model counts (every layer, sliding ones up
+    # to their window) read at 0.75 of the datasheet bandwidth
+    "read_kv": 0.75,
     # a burst of 1,024-token prompts prefilled at 18.6k tokens/s: 61.4 GFLOP a token of 1,979 TFLOP/s
     "prefill": 0.577,
 }

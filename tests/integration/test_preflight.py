@@ -191,12 +191,12 @@ def test_an_slo_is_checked_and_the_h200_record_is_read(playbook, tmp_path):
     assert [c["name"] for c in tuning["candidates"]] == ["defaults", "computed", "batched-16384", "batched-32768"]
     # The capacity it states, the hosts the fleet's rate needs, and the warning that one is too few.
     capacity = report(run, "h200")["plan"]["capacity"]
-    assert capacity["fleet"] == {"request_rate": 100.0, "hosts_needed": 14}
+    assert capacity["fleet"] == {"request_rate": 100.0, "hosts_needed": 18}
     table = next(r["msg"] for host in [*SLO_REFUSALS, "h200"] for _n, r in run.host_results(host)
                  if str(r.get("msg", "")).startswith("host "))
-    assert ("h200: expected capacity %s requests/s at the SLO (1 x %s, bound by kv"
+    assert ("h200: expected capacity %s requests/s at the SLO (1 x %s, bound by tpot"
             % (capacity["per_host_requests_per_s"], capacity["per_instance"]["requests_per_s"])) in table
-    assert "h200: the fleet's 100.0 requests/s need 14 hosts like this one" in table
+    assert "h200: the fleet's 100.0 requests/s need 18 hosts like this one" in table
     assert ("fleet: %.2f requests/s expected at the SLO from the planned hosts; vllm_fleet_request_rate is 100.0: "
             "warning: fewer hosts than the rate needs" % capacity["per_host_requests_per_s"]) in table
 
