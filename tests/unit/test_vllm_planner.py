@@ -9,7 +9,7 @@ import pytest
 import yaml
 from ansible.module_utils.vllm_versions import RELEASES
 from ansible.module_utils.vllm_planner import (
-    GiB, PlanError, kv_bytes_per_token, kv_groups, model_shape, parameter_count, plan)
+    PlanError, kv_bytes_per_token, kv_groups, model_shape, parameter_count, plan)
 
 MODELS = Path(__file__).resolve().parents[2] / "roles" / "preflight" / "files" / "models"
 H200 = {"name": "NVIDIA H200", "memory_total_bytes": 150754820096, "compute_capability": "9.0"}
