@@ -12,7 +12,7 @@ serve such weights.
 This bench draws the weights of the Gemma-4-31B MLP's up projection (hidden 5376,
 intermediate 21504) exactly that way, counts the zeros, and times an FP8 GEMM
 (``torch._scaled_mm``, what block-FP8 linear layers end in on Hopper) against weights
-with a real checkpoint's spread: normal values whose 128x128 blocks are scaled so that
+with a real checkpoint's spread: normal values whose blocks of 128 x 128 values are scaled so that
 the block's largest magnitude is FP8's largest (448), as FP8-block quantisation does.
 The same for the BF16 GEMM, for comparison.  Prints a JSON line per measurement.
 
@@ -26,6 +26,7 @@ import os
 import time
 
 import torch
+from realistic_weights import redraw_fp8
 
 HIDDEN, INTERMEDIATE = 5376, 21504
 LOW, HIGH, SEED = -1e-3, 1e-3, 1234  # vLLM's initialize_dummy_weights defaults
@@ -44,13 +45,12 @@ def dummy(shape, dtype, device):
     return param
 
 
-def realistic_fp8(shape, device, block=128):
-    """Normal weights quantised per 128x128 block: each block's max maps to 448."""
-    weight = torch.randn(shape, dtype=torch.float32, device=device) * 0.02
-    rows, cols = shape
-    blocks = weight.view(rows // block, block, cols // block, block)
-    scale = blocks.abs().amax(dim=(1, 3), keepdim=True).clamp(min=1e-12) / 448.0
-    return (blocks / scale).view(rows, cols).to(torch.float8_e4m3fn)
+def realistic_fp8(shape, device):
+    """The draw the rehearsals serve (realistic_weights.redraw_fp8): normal values scaled per
+    128 x 128 values so that the block's largest magnitude is FP8's 448."""
+    weight = torch.empty(shape, dtype=torch.float8_e4m3fn, device=device)
+    redraw_fp8(weight, SEED)
+    return weight
 
 
 def timed(fn, repeat=200):

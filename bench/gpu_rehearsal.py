@@ -394,9 +394,9 @@ def capacity_run(args) -> None:
     point_s = capacity.RAMP_S + capacity.WINDOW_S + args.drain_s
     proc, result["start_to_healthy_s"] = runner.start({"name": name, "settings": settings})
     try:
-        log = (args.out / f"{proc.tag}.log").read_text(errors="replace")
-        result["backend_lines"] = [line.strip() for line in log.splitlines() if "backend" in line.lower()][:8]
-        result["weights_lines"] = [line.strip() for line in log.splitlines() if "realistic FP8 weights" in line]
+        lines = [line.strip() for line in (args.out / f"{proc.tag}.log").read_text(errors="replace").splitlines()]
+        result["backend_lines"] = [line for line in lines if "backend" in line.lower()][:8]
+        result["weights_lines"] = [line for line in lines if "realistic FP8 weights" in line]
         for shape, grid in zip(args.workload, args.grid):
             inp, outp = (int(x) for x in shape.split("/"))
             runner.workload = {"input_len": inp, "output_len": outp}
