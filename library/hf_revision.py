@@ -9,8 +9,11 @@ DOCUMENTATION = r"""
 module: hf_revision
 short_description: Check a model revision on a Hugging Face hub or fleet mirror, changing nothing
 description:
-  - Asks the hub (C(GET /api/models/REPO/revision/REV), C(HEAD /REPO/resolve/SHA/FILE)) for the
-    commit sha and, per file, the size and etag the download will be verified against.
+  - Asks the hub (C(GET /api/models/REPO/revision/REV)) for the commit sha, then the commit's tree
+    (C(GET /api/models/REPO/tree/SHA?recursive=true)) for each file's size and hash - the LFS sha256
+    its pointer names, or the git blob id - which the download will be verified against.
+  - Refuses, naming the file, a file the endpoint would serve with another hash than the revision
+    lists (C(HEAD /REPO/resolve/SHA/FILE), its C(X-Linked-Etag) or C(ETag)), before anything is downloaded.
   - Refuses a branch or tag name unless O(allow_floating), in which case it is resolved to a sha; a pinned
     sha that the hub answers with another commit is refused before any file is asked for.
   - An unknown repository or revision, a refused token or an unreachable hub fail with a message
@@ -67,11 +70,11 @@ sha:
   returned: success
   type: str
 files:
-  description: Files with the size and etag the download is verified against.
+  description: Files with the size and hash (LFS sha256, or git blob id) the download is verified against.
   returned: success
   type: list
   elements: dict
-  sample: [{"name": "model.safetensors", "size": 683780, "etag": "f3b59aec423d53b30f8b86865c494d199b35d8c7"}]
+  sample: [{"name": "model.safetensors", "size": 683780, "hash": "f3b59aec423d53b30f8b86865c494d199b35d8c7"}]
 bytes:
   description: Total size of the files.
   returned: success, without config

@@ -10,8 +10,8 @@ module: hf_snapshot
 short_description: Download a pinned model revision, verify it, then point current at it
 description:
   - Downloads with huggingface_hub's C(snapshot_download) into C(ROOT/ORG/REPO/SHA.partial)
-    (an interrupted run resumes there), checks every file against the size and etag from
-    hf_revision (sha256 for LFS files, the git blob sha1 otherwise; a torn file is fetched once
+    (an interrupted run resumes there), checks every file against the size and hash from
+    hf_revision (the commit tree's LFS sha256, or the git blob sha1; a torn file is fetched once
     more), checks that C(tokenizer.json) loads as a fast tokenizer, renames the folder to
     C(ROOT/ORG/REPO/SHA) and atomically points C(ROOT/ORG/REPO/current) at it.
   - A verified snapshot is never downloaded or touched again; a re-run changes nothing.

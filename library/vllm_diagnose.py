@@ -30,7 +30,7 @@ options:
     type: str
     default: ""
   files:
-    description: The pinned revision's files (C(name), C(size), C(etag)) as hf_revision lists them; empty when unknown.
+    description: The pinned revision's files (C(name), C(size), C(hash)) as hf_revision lists them; empty when unknown.
     type: list
     elements: dict
     default: []

@@ -50,7 +50,7 @@ def sample_sum(metrics: str, name: str) -> float | None:
 def gather(instances: list, api_key: str, files: list, run, read, statvfs, *, model_root: str,
            sysctl: dict, max_num_seqs: int = 0, config_dir: str = "/etc/vllm", opener=None, nvml=None) -> dict:
     """The evidence.  ``instances``: the plan's (name, port, args); ``files``: the pinned
-    revision's files (name, size, etag; empty when the hub did not answer); ``run(argv)``
+    revision's files (name, size, hash; empty when the hub did not answer); ``run(argv)``
     -> (rc, out); ``read(path)`` -> text or None; ``statvfs(path)``; ``nvml``: the pynvml
     module or None."""
     found = []

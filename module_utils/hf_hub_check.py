@@ -2,9 +2,15 @@
 library only, so the answer is known before anything is installed on the host.
 
 API (huggingface_hub's own calls): ``GET {endpoint}/api/models/{repo}/revision/{rev}``
-gives the commit ``sha`` and ``siblings``; ``HEAD {endpoint}/{repo}/resolve/{sha}/{file}``
-gives the size and the etag (``X-Linked-Etag``/``X-Linked-Size`` for LFS files: their
-sha256; otherwise the git blob sha1).
+gives the commit ``sha``; ``GET {endpoint}/api/models/{repo}/tree/{sha}?recursive=true``
+(``HfApi.list_repo_tree``, pages linked by ``Link: <...>; rel="next"``) lists what that
+commit holds: each file's git blob id (``oid``) and, for an LFS file, the sha256 and size
+its pointer names (``lfs``).  Those are the hashes the download is checked against: they
+come from the commit's own tree, not from whoever serves the file.  ``HEAD
+{endpoint}/{repo}/resolve/{sha}/{file}`` then says what the endpoint would serve (its
+``X-Linked-Etag``/``ETag``: the sha256 of an LFS file's content, otherwise the git blob
+id); a file served with another hash than its revision lists is refused before anything
+is downloaded.
 """
 from __future__ import annotations
 
@@ -87,7 +93,7 @@ def _fail(exc, endpoint: str, repo: str, revision: str) -> ModelError:
 
 def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
                   allow_patterns: list | None = None) -> dict:
-    """``{"sha", "files": [{"name", "size", "etag"}], "bytes"}`` or ModelError."""
+    """``{"sha", "files": [{"name", "size", "hash"}], "bytes"}`` or ModelError."""
     endpoint = (endpoint or DEFAULT_ENDPOINT).rstrip("/")
     quoted = urllib.parse.quote(revision, safe="")
     try:
@@ -103,27 +109,64 @@ def revision_info(endpoint: str, repo: str, revision: str, token: str = "",
     if SHA_RE.match(revision) and sha.lower() != revision.lower():
         raise ModelError("vllm_fleet_model_revision", "%s at %s answered the pinned revision %s with the commit %s; "
                          "the fleet serves the pin or nothing" % (repo, endpoint, revision, sha))
-    names = [s["rfilename"] for s in info.get("siblings", [])
-             if not allow_patterns or any(fnmatch.fnmatch(s["rfilename"], p) for p in allow_patterns)]
-    if not names:
+    listed = [entry for entry in _tree(endpoint, repo, sha, token)
+              if not allow_patterns or any(fnmatch.fnmatch(entry["name"], p) for p in allow_patterns)]
+    if not listed:
         raise ModelError("vllm_model_allow_patterns", "no file of %s@%s matches %s"
                          % (repo, sha, allow_patterns))
-    files = []
-    for name in names:
-        url = "%s/%s/resolve/%s/%s" % (endpoint, repo, sha, urllib.parse.quote(name))
+    for entry in listed:
+        served = _served_hash(endpoint, repo, sha, entry["name"], token)
+        if served and served != entry["hash"]:
+            raise ModelError("vllm_fleet_model_revision", "%s at %s serves %s of %s@%s with the hash %s, but the "
+                             "revision lists %s; nothing was downloaded" % (repo, endpoint, entry["name"], repo,
+                                                                           sha, served, entry["hash"]))
+    return {"sha": sha, "files": listed, "bytes": sum(f["size"] for f in listed)}
+
+
+def _tree(endpoint: str, repo: str, sha: str, token: str) -> list:
+    """The files of commit ``sha``: ``[{"name", "size", "hash"}]``, ``hash`` being the LFS
+    sha256 of an LFS file and the git blob id of any other."""
+    url, files = "%s/api/models/%s/tree/%s?recursive=true" % (endpoint, repo, sha), []
+    while url:
         try:
-            with _request(url, token, "HEAD") as answer:
-                headers = answer.headers
-        except urllib.error.HTTPError as exc:
-            if exc.code not in (301, 302, 303, 307, 308):
-                raise _fail(exc, endpoint, repo, sha) from None
-            headers = exc.headers
-        except (urllib.error.URLError, OSError) as exc:
+            with _request(url, token, opener=_FOLLOWING) as answer:  # olah adds a slash (307)
+                entries = json.load(answer)
+                url = _next_page(answer.geturl(), answer.headers.get("Link", ""))
+        except (urllib.error.URLError, OSError, ValueError) as exc:
             raise _fail(exc, endpoint, repo, sha) from None
-        etag = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").strip('"').replace("W/", "")
-        size = headers.get("X-Linked-Size") or headers.get("Content-Length")
-        files.append({"name": name, "size": int(size) if size else None, "etag": etag.strip('"')})
-    return {"sha": sha, "files": files, "bytes": sum(f["size"] or 0 for f in files)}
+        for entry in entries:
+            if entry.get("type") != "file":
+                continue
+            lfs = entry.get("lfs") or {}
+            digest = str(lfs.get("oid") or entry.get("oid") or "").lower()
+            if not re.match(r"^([0-9a-f]{40}|[0-9a-f]{64})$", digest):
+                raise ModelError("vllm_fleet_model_revision", "the tree of %s@%s at %s gives %s no hash to check it "
+                                 "against" % (repo, sha, endpoint, entry.get("path")))
+            files.append({"name": entry["path"], "size": int(lfs.get("size", entry.get("size", 0))), "hash": digest})
+    return files
+
+
+def _next_page(url: str, link: str) -> str:
+    """The ``rel="next"`` address of a ``Link`` header (the Hub's pagination) read at
+    ``url``, or ''."""
+    found = re.search(r'<([^>]+)>\s*;\s*rel="next"', link)
+    return urllib.parse.urljoin(url, found.group(1)) if found else ""
+
+
+def _served_hash(endpoint: str, repo: str, sha: str, name: str, token: str) -> str:
+    """The hash the endpoint gives for what it would serve of ``name`` ('' when none)."""
+    url = "%s/%s/resolve/%s/%s" % (endpoint, repo, sha, urllib.parse.quote(name))
+    try:
+        with _request(url, token, "HEAD") as answer:
+            headers = answer.headers
+    except urllib.error.HTTPError as exc:
+        if exc.code not in (301, 302, 303, 307, 308):
+            raise _fail(exc, endpoint, repo, sha) from None
+        headers = exc.headers
+    except (urllib.error.URLError, OSError) as exc:
+        raise _fail(exc, endpoint, repo, sha) from None
+    etag = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").replace("W/", "").strip('"').lower()
+    return etag if re.match(r"^([0-9a-f]{40}|[0-9a-f]{64})$", etag) else ""
 
 
 def model_files(endpoint: str, repo: str, revision: str, token: str = "") -> dict:
@@ -148,5 +191,5 @@ def model_files(endpoint: str, repo: str, revision: str, token: str = "") -> dic
             config = json.load(answer)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise _fail(exc, endpoint, repo, info["sha"]) from None
-    weights = sum(f["size"] or 0 for f in info["files"] if f["name"].endswith(".safetensors"))
+    weights = sum(f["size"] for f in info["files"] if f["name"].endswith(".safetensors"))
     return {"sha": info["sha"], "config": config, "weight_bytes": weights}

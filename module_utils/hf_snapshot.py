@@ -2,8 +2,8 @@
 point <root>/<org>/<repo>/current at it -- never at a half-written snapshot.
 
 The download goes to ``<sha>.partial`` with huggingface_hub's ``snapshot_download``
-(an interrupted run resumes there), every file is checked against the size and etag
-the hub gave (sha256 for LFS files, the git blob sha1 otherwise), the tokenizer must
+(an interrupted run resumes there), every file is checked against the size and hash the
+pinned commit's tree lists (sha256 for LFS files, the git blob sha1 otherwise), the tokenizer must
 load as a fast tokenizer, and only then is the folder renamed and the link switched
 (rename and link replacement are atomic on one file system).
 """
@@ -24,9 +24,9 @@ def layout(root: str, repo: str, sha: str) -> dict:
             "staging": os.path.join(base, sha + ".partial"), "current": os.path.join(base, "current")}
 
 
-def file_digest(path: str, etag: str) -> str:
-    """The file's hash in the etag's kind: sha256 (64 hex) or git blob sha1 (40 hex)."""
-    if len(etag) == 64:
+def file_digest(path: str, expected: str) -> str:
+    """The file's hash in the expected hash's kind: sha256 (64 hex) or git blob sha1 (40 hex)."""
+    if len(expected) == 64:
         digest = hashlib.sha256()
     else:
         digest = hashlib.sha1()
@@ -38,7 +38,7 @@ def file_digest(path: str, etag: str) -> str:
 
 
 def bad_files(folder: str, files: list) -> list:
-    """Names of the files that are missing or differ from the hub's size/etag."""
+    """Names of the files that are missing or differ from the revision's size/hash."""
     bad = []
     for entry in files:
         path = os.path.join(folder, entry["name"])
@@ -46,7 +46,7 @@ def bad_files(folder: str, files: list) -> list:
             bad.append(entry["name"])
         elif entry.get("size") is not None and os.path.getsize(path) != entry["size"]:
             bad.append(entry["name"])
-        elif len(entry.get("etag") or "") in (40, 64) and file_digest(path, entry["etag"]) != entry["etag"]:
+        elif file_digest(path, entry["hash"]) != entry["hash"]:
             bad.append(entry["name"])
     return bad
 
@@ -107,8 +107,8 @@ def fetch(hub, repo: str, info: dict, root: str, endpoint: str, token: str,
                             endpoint=endpoint or None, token=token or None, force_download=True)
     bad = bad_files(paths["staging"], files)
     if bad:
-        raise ModelError("vllm_fleet_model_revision", "%s@%s: %s differ from the hub's sizes and hashes "
-                         "after a second download" % (repo, sha, ", ".join(bad)))
+        raise ModelError("vllm_fleet_model_revision", "%s@%s: %s differ from the sizes and hashes the revision "
+                         "lists, after a second download; nothing was switched" % (repo, sha, ", ".join(bad)))
     problem = tokenizer_problem(paths["staging"])
     if problem:
         raise ModelError("vllm_fleet_model_repo", "%s@%s: %s" % (repo, sha, problem))

@@ -4,12 +4,18 @@ from the machines this project is tested on).
 
 It serves git repositories (``ROOT/<org>/<repo>``, as hf_mirror publishes them) with
 the parts of the Hub API that huggingface_hub and olah's proxy mode use: repository
-and revision info, tree, and ``resolve`` with the Hub's headers (ETag = git blob sha,
-X-Repo-Commit, Content-Length, ranges).  It counts the bytes of file content it
-sends, so a test or bench can see what a fleet mirror fetched upstream
-(``GET /_standin/bytes``).
+and revision info (``?blobs=true``: each sibling's ``blobId``, ``size``, ``lfs``), tree
+and paths-info, and ``resolve`` with the Hub's headers (ETag = git blob sha,
+X-Repo-Commit, Content-Length, ranges).  Large files are git LFS files as on the Hub:
+the commit holds a pointer (``oid sha256:...``, ``size``), the content lies in
+``.git/lfs/objects/<2>/<2>/<sha256>`` (git-lfs's layout, which olah's offline mirror
+reads too); the tree lists the pointer's ``lfs`` metadata, and ``resolve`` answers a 302
+to a separate download host (``--lfs-netloc``; ``/lfs/<sha256>`` there) carrying
+``X-Linked-Etag`` (the sha256) and ``X-Linked-Size``, as the Hub's redirect to its CDN
+does.  It counts the bytes of file content it sends, so a test or bench can see what a
+fleet mirror fetched upstream (``GET /_standin/bytes``).
 
-    python tools/hub_standin.py ROOT --port 8099
+    python tools/hub_standin.py ROOT --port 8099 [--lfs-netloc HOST:PORT]
 """
 from __future__ import annotations
 
@@ -23,6 +29,17 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 SHA = re.compile(r"^[0-9a-f]{40}$")
+LFS_POINTER = re.compile(rb"^version https://git-lfs\.github\.com/spec/v1\noid sha256:([0-9a-f]{64})\nsize (\d+)\n$")
+
+
+def lfs_object(repo: Path, oid: str) -> Path:
+    """Where git-lfs keeps the content of ``oid`` in ``repo``."""
+    return repo / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
+
+
+def lfs_pointer(oid: str, size: int) -> bytes:
+    """The pointer file git-lfs commits in place of a file (its spec, v1)."""
+    return b"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n" % (oid.encode(), size)
 
 
 class Hub:
@@ -44,21 +61,41 @@ class Hub:
         return out.decode().strip() if out else None
 
     def files(self, repo: str, sha: str) -> list[dict]:
+        """The commit's files as the Hub's tree lists them: an LFS file with the size and
+        sha256 its pointer names (``lfs``), the pointer's own blob as ``oid``."""
         out = self.git(repo, "ls-tree", "-r", "-l", sha) or b""
         files = []
         for line in out.decode().splitlines():
             meta, path = line.split("\t", 1)
             _mode, _kind, oid, size = meta.split()
-            files.append({"path": path, "oid": oid, "size": int(size)})
+            entry = {"path": path, "oid": oid, "size": int(size)}
+            pointer = LFS_POINTER.match(self.git(repo, "cat-file", "blob", oid) or b"") if int(size) < 200 else None
+            if pointer:
+                entry["size"] = int(pointer.group(2))
+                entry["lfs"] = {"oid": pointer.group(1).decode(), "size": entry["size"], "pointerSize": int(size)}
+            files.append(entry)
         return files
 
-    def info(self, repo: str, sha: str) -> dict:
+    def info(self, repo: str, sha: str, blobs: bool = False) -> dict:
+        siblings = []
+        for f in self.files(repo, sha):
+            sibling = {"rfilename": f["path"]}
+            if blobs:
+                sibling.update(blobId=f["oid"], size=f["size"])
+                if "lfs" in f:
+                    sibling["lfs"] = {"sha256": f["lfs"]["oid"], "size": f["size"],
+                                      "pointerSize": f["lfs"]["pointerSize"]}
+            siblings.append(sibling)
         return {"id": repo, "modelId": repo, "sha": sha, "private": False, "gated": False,
-                "disabled": False, "lastModified": "2026-01-01T00:00:00.000Z",
-                "siblings": [{"rfilename": f["path"]} for f in self.files(repo, sha)]}
+                "disabled": False, "lastModified": "2026-01-01T00:00:00.000Z", "siblings": siblings}
+
+    def lfs_content(self, oid: str) -> bytes | None:
+        """The content of LFS object ``oid`` from whichever repository holds it."""
+        found = next(iter(sorted(self.root.glob("*/*/.git/lfs/objects/%s/%s/%s" % (oid[:2], oid[2:4], oid)))), None)
+        return found.read_bytes() if found else None
 
 
-def make_handler(hub: Hub):
+def make_handler(hub: Hub, lfs_netloc: str):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -95,6 +132,12 @@ def make_handler(hub: Hub):
             resolve = re.match(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", path)
             if resolve:
                 return self.resolve(*resolve.groups())
+            lfs = re.match(r"^/lfs/([0-9a-f]{64})$", path)
+            if lfs:
+                data = hub.lfs_content(lfs.group(1))
+                if data is None:
+                    return self.not_found("EntryNotFound")
+                return self.content(data, {"ETag": '"%s"' % lfs.group(1), "Accept-Ranges": "bytes"})
             return self.not_found("EntryNotFound")
 
         def asked_paths(self) -> list[str] | None:
@@ -115,20 +158,28 @@ def make_handler(hub: Hub):
                 return self.not_found("RevisionNotFound" if hub.resolve(repo, "HEAD") else "RepoNotFound")
             headers = {"X-Repo-Commit": sha}
             if kind in ("tree", "paths-info"):
-                entries = [{"type": "file", "path": f["path"], "oid": f["oid"], "size": f["size"]}
-                           for f in hub.files(repo, sha)
+                entries = [dict(f, type="file") for f in hub.files(repo, sha)
                            if (asked is None or f["path"] in asked)
                            and (not sub or f["path"] == sub or f["path"].startswith(sub.rstrip("/") + "/"))]
                 return self.send(200, json.dumps(entries).encode(), headers)
-            return self.send(200, json.dumps(hub.info(repo, sha)).encode(), headers)
+            blobs = parse_qs(urlparse(self.path).query).get("blobs", [""])[0].lower() in ("1", "true")
+            return self.send(200, json.dumps(hub.info(repo, sha, blobs)).encode(), headers)
 
         def resolve(self, repo, rev, name):
             sha = hub.resolve(repo, rev)
             entry = next((f for f in hub.files(repo, sha) if f["path"] == name), None) if sha else None
             if entry is None:
                 return self.not_found("EntryNotFound" if sha else "RevisionNotFound")
-            data = hub.git(repo, "cat-file", "blob", entry["oid"]) or b""
             headers = {"ETag": '"%s"' % entry["oid"], "X-Repo-Commit": sha, "Accept-Ranges": "bytes"}
+            if "lfs" in entry:  # the Hub: a redirect to its download host, the content's hash on it
+                oid = entry["lfs"]["oid"]
+                headers.update({"X-Linked-Etag": '"%s"' % oid, "X-Linked-Size": str(entry["size"]),
+                                "Location": "http://%s/lfs/%s" % (lfs_netloc or self.headers.get("Host"), oid)})
+                return self.send(302, b"", headers, "text/plain")
+            return self.content(hub.git(repo, "cat-file", "blob", entry["oid"]) or b"", headers)
+
+        def content(self, data: bytes, headers: dict) -> None:
+            """A file's bytes, or the range asked for; counted."""
             status, body = 200, data
             ranged = re.match(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
             if ranged:
@@ -145,8 +196,10 @@ def make_handler(hub: Hub):
     return Handler
 
 
-def serve(root: Path, host: str, port: int) -> ThreadingHTTPServer:
-    return ThreadingHTTPServer((host, port), make_handler(Hub(root)))
+def serve(root: Path, host: str, port: int, lfs_netloc: str = "") -> ThreadingHTTPServer:
+    """The stand-in on ``host:port``; LFS downloads redirect to ``lfs_netloc`` (another
+    stand-in over the same ROOT; by default the host the client asked)."""
+    return ThreadingHTTPServer((host, port), make_handler(Hub(root), lfs_netloc))
 
 
 def main() -> None:
@@ -155,8 +208,9 @@ def main() -> None:
     parser.add_argument("root", type=Path)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8099)
+    parser.add_argument("--lfs-netloc", default="", help="host:port LFS downloads are redirected to")
     args = parser.parse_args()
-    serve(args.root, args.host, args.port).serve_forever()
+    serve(args.root, args.host, args.port, args.lfs_netloc).serve_forever()
 
 
 if __name__ == "__main__":

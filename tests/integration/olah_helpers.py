@@ -2,6 +2,7 @@
 model-delivery tests."""
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
@@ -12,6 +13,9 @@ from pathlib import Path
 
 import jinja2
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))  # the Hub stand-in's LFS layout
+import hub_standin  # noqa: E402  (tests use it through this module)
+
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "models" / "tiny-gemma4"
 REPO = "demo/tiny-gemma4"
@@ -20,11 +24,20 @@ GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_AUTHOR_D
                 "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
 
 
-def publish_git(src: Path, repo: Path) -> str:
-    """Copy ``src`` into a new git repository at ``repo``; return the commit sha."""
+def publish_git(src: Path, repo: Path, lfs: tuple = ()) -> str:
+    """Copy ``src`` into a new git repository at ``repo``, the files named in ``lfs`` as
+    git LFS files (a pointer committed, the content in git-lfs's object store, as the Hub
+    and olah's offline mirror keep them); return the commit sha."""
     shutil.copytree(src, repo)
     env = dict(os.environ, **GIT_IDENTITY)
-    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "publish"]):
+    subprocess.run(["git", "-C", str(repo), "init", "-q", "-b", "main"], check=True, env=env)
+    for name in lfs:
+        data = (repo / name).read_bytes()
+        oid = hashlib.sha256(data).hexdigest()
+        hub_standin.lfs_object(repo, oid).parent.mkdir(parents=True, exist_ok=True)
+        hub_standin.lfs_object(repo, oid).write_bytes(data)
+        (repo / name).write_bytes(hub_standin.lfs_pointer(oid, len(data)))
+    for argv in (["add", "-A"], ["commit", "-qm", "publish"]):
         subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env)
     return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, text=True,
                           capture_output=True).stdout.strip()

@@ -24,7 +24,7 @@ def mirror(tmp_path_factory):
     server.wait(timeout=10)
 
 
-def test_revision_info_lists_files_with_sizes_and_git_blob_etags(mirror):
+def test_revision_info_lists_files_with_sizes_and_git_blob_hashes(mirror):
     info = revision_info(mirror["endpoint"], REPO, mirror["sha"])
     assert info["sha"] == mirror["sha"]
     files = {f["name"]: f for f in info["files"]}
@@ -32,7 +32,7 @@ def test_revision_info_lists_files_with_sizes_and_git_blob_etags(mirror):
     assert files["model.safetensors"]["size"] == (TINY / "model.safetensors").stat().st_size
     blob = subprocess.run(["git", "hash-object", str(TINY / "model.safetensors")], text=True,
                           capture_output=True, check=True).stdout.strip()
-    assert files["model.safetensors"]["etag"] == blob
+    assert files["model.safetensors"]["hash"] == blob
 
 
 @pytest.mark.parametrize("revision", ["main", "6b30899"])

@@ -63,7 +63,7 @@ def host(tmp_path):
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "main.yaml").write_text('model: "%s"\nport: 8000\n' % snapshot)
     files = [{"name": name, "size": (snapshot / name).stat().st_size,
-              "etag": hashlib.sha1(b"blob %d\0" % (snapshot / name).stat().st_size
+              "hash": hashlib.sha1(b"blob %d\0" % (snapshot / name).stat().st_size
                                    + (snapshot / name).read_bytes()).hexdigest()}
              for name in ("tokenizer.json", "chat_template.jinja", "config.json")]
     return {"root": tmp_path, "snapshot": snapshot, "files": files}
