@@ -79,6 +79,9 @@ def _fail(exc, endpoint: str, repo: str, revision: str) -> ModelError:
     where = "%s@%s at %s" % (repo, revision, endpoint)
     if isinstance(exc, urllib.error.HTTPError):
         code, reason = exc.code, exc.headers.get("X-Error-Code", "") or exc.reason
+        if code in (401, 403) and "RepoNotFound" in reason:  # the Hub's answer for a repository it does not show
+            return ModelError("vllm_fleet_model_repo", "%s was not found at %s (%d %s), or the token may not see it"
+                              % (repo, endpoint, code, reason))
         if code in (401, 403) and "RevisionNotFound" not in reason:
             return ModelError("vllm_fleet_model_token", "the hub refused access to %s (%d %s): the token is "
                               "missing, wrong or lacks access to this repository" % (where, code, reason))

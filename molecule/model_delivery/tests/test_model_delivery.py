@@ -1,9 +1,12 @@
-"""After converge, an interrupted download on node1 and a wrong revision on node2."""
+"""After converge, an interrupted download on node1, a wrong revision on node2, and a
+mirror repository left as olah's with a planted symlink and git config (the side effect)."""
 from __future__ import annotations
 
 import pytest
 
 BASE = "/var/lib/vllm/models/demo/tiny-gemma4"
+MIRRORED = "/var/lib/olah/mirrors/models/demo/tiny-gemma4"
+PIN = "115893f75ee34252aa70c6877eb37a13cc541e38"  # inventories/demo's vllm_fleet_model_revision
 WEIGHTS_SHA256 = "b24aa7e41dda6308ef039062b643b10ec28c24777e5c398e666d709ac20cda2a"
 FILES = {"chat_template.jinja", "config.json", "generation_config.json", "model.safetensors",
          "tokenizer.json", "tokenizer_config.json"}
@@ -41,3 +44,29 @@ def test_mirror_serves_as_a_hardened_service(mirror):
     assert olah.is_running and olah.is_enabled
     assert mirror.run("systemctl show -p User --value olah.service").stdout.strip() == "olah"
     assert mirror.socket("tcp://0.0.0.0:8090").is_listening
+
+
+def test_published_repositories_are_roots_and_read_only_to_olah(mirror):
+    for folder in ("/var/lib/olah", "/var/lib/olah/mirrors", "/var/lib/olah/mirrors/models", MIRRORED):
+        assert mirror.file(folder).user == "root", folder
+    assert mirror.run("find %s ! -user root" % MIRRORED).stdout == ""
+    refused = mirror.run("runuser -u olah -- touch %s/written-by-olah" % MIRRORED)
+    assert refused.rc != 0 and "Permission denied" in refused.stderr
+
+
+def test_what_olah_could_write_before_was_removed_and_never_ran(mirror):
+    """The side effect left the repository as olah's, with a symlink to a root-only file
+    and a git config naming a command; the converge after it published afresh."""
+    assert not mirror.file("/root/olah-ran-as-root").exists
+    canary = mirror.file("/etc/vllm-fleet-canary")
+    assert (canary.user, canary.group, canary.mode) == ("root", "root", 0o600)
+    assert not mirror.file(MIRRORED + "/planted").exists
+    assert "fsmonitor" not in mirror.file(MIRRORED + "/.git/config").content_string
+    # published again, to the same commit: the pin the inventories carry is unchanged
+    assert mirror.run("git -C %s rev-parse HEAD" % MIRRORED).stdout.strip() == PIN
+
+
+def test_olah_reads_exactly_the_published_repositories(mirror):
+    environment = mirror.run("systemctl show -p Environment --value olah.service").stdout.split()
+    assert environment == ["GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory",
+                           "GIT_CONFIG_VALUE_0=" + MIRRORED]
