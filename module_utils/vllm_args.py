@@ -6,7 +6,14 @@ and why, is the version table's (``vllm_versions``; facts in docs/vllm.md).
 """
 from __future__ import annotations
 
+import re
+
 from ansible.module_utils.vllm_versions import REFUSED_ENV, REFUSED_FLAGS
+
+# What POSIX calls a portable name (IEEE Std 1003.1, Base Definitions 8.1): each variable is
+# written as NAME=value into the instance's environment file, so anything else in a name
+# (a space, an '=', a line break) would become part of another line.
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Flags the planner decides; operators set the planner's variables instead so that
 # the plan and the running configuration cannot disagree.
@@ -44,7 +51,12 @@ def check(args: dict, env: dict) -> tuple[list, list]:
         elif flag == "enforce-eager" and value:
             warnings.append("--enforce-eager turns CUDA graphs off and costs decode throughput "
                             "(the seed's '15% kernel launch timeout' claim is unsupported)")
-    for name in (env or {}):
-        if name in REFUSED_ENV:
+    for name, value in (env or {}).items():
+        if not isinstance(name, str) or not ENV_NAME.match(name):
+            errors.append((name, "%r is not an environment variable name (letters, digits and '_', not "
+                                 "starting with a digit)" % (name,)))
+        elif name in REFUSED_ENV:
             errors.append((name, "%s %s" % (name, REFUSED_ENV[name])))
+        elif value is None or isinstance(value, (dict, list)):
+            errors.append((name, "%s has the value %r: give a string or a number" % (name, value)))
     return errors, warnings

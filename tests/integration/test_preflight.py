@@ -17,6 +17,8 @@ REFUSALS = {
     "seed-prometheus-port": "preflight_vllm_args['prometheus-port']: --prometheus-port does not exist",
     "seed-quantization-fp8-on-fp8-block": "preflight_quantization: --quantization fp8 contradicts",
     "seed-fictitious-env": "preflight_vllm_env['VLLM_USE_RoPE_KERNEL']: VLLM_USE_RoPE_KERNEL is not a vLLM variable",
+    "env-name-typed-as-an-assignment": "preflight_vllm_env['HF_HOME=/data/hf']: 'HF_HOME=/data/hf' is not an "
+                                       "environment variable name",
     # The instances of a host, checked against the plan and the host before anything runs.
     "instances-share-a-gpu": "preflight_instances[1] (second): device 0 is also first's; two instances cannot "
                              "share a GPU",

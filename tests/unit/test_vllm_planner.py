@@ -189,6 +189,10 @@ def test_impossible_settings_are_refused(gpus, kwargs, message):
     ({"vllm_args": {"tensor-parallel-size": 2}}, "--tensor-parallel-size is planned: set preflight_tensor_parallel_size"),
     ({"vllm_env": {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}}, "use the attention-backend flag"),
     ({"vllm_env": {"VLLM_DISABLE_LOG_STATS": "1"}}, "VLLM_DISABLE_LOG_STATS is not a vLLM variable"),
+    ({"vllm_env": {"HF_HOME=/data": "1"}}, "vllm_env['HF_HOME=/data']: 'HF_HOME=/data' is not an environment variable"),
+    ({"vllm_env": {"A\nLD_PRELOAD": "/tmp/x.so"}}, "'A\\nLD_PRELOAD' is not an environment variable name"),
+    ({"vllm_env": {"2FAST": "1"}}, "'2FAST' is not an environment variable name"),
+    ({"vllm_env": {"VLLM_LOGGING_LEVEL": None}}, "VLLM_LOGGING_LEVEL has the value None: give a string or a number"),
 ])
 def test_seed_guide_mistakes_are_refused(kwargs, message):
     with pytest.raises(PlanError) as err:
