@@ -52,10 +52,9 @@ def free_port() -> int:
 def start_olah(root: Path, mode: str, upstream: str = "", repos: tuple = ()) -> tuple[subprocess.Popen, str]:
     """Run olah with the role's olah.toml.j2 (repos under ``root/mirrors``); return the
     process and its endpoint once it listens.  ``upstream``: host:port of the hub (proxy);
-    ``repos``: the repositories it may proxy (hf_mirror_proxy_repos); those published under
-    ``root/mirrors/models`` it may serve, as the role writes them (hf_mirror_publish)."""
-    published = [{"repo": "%s/%s" % (repo.parent.name, repo.name)}
-                 for repo in sorted((root / "mirrors" / "models").glob("*/*"))]
+    ``repos``: the repositories it may proxy (hf_mirror_proxy_repos); those held under
+    ``root/mirrors/models`` it may serve, as the role writes them."""
+    held = ["%s/%s" % (repo.parent.name, repo.name) for repo in sorted((root / "mirrors" / "models").glob("*/*"))]
     port = free_port()
     template = (ROOT / "roles" / "hf_mirror" / "templates" / "olah.toml.j2").read_text()
     config = root / "olah.toml"
@@ -63,7 +62,7 @@ def start_olah(root: Path, mode: str, upstream: str = "", repos: tuple = ()) -> 
         ansible_managed="test", hf_mirror_mode=mode, hf_mirror_listen="127.0.0.1",
         hf_mirror_port=port, hf_mirror_netloc=f"127.0.0.1:{port}", hf_mirror_root=str(root),
         hf_mirror_upstream_scheme="http", hf_mirror_upstream_netloc=upstream,
-        hf_mirror_upstream_lfs_netloc=upstream, hf_mirror_publish=published, hf_mirror_proxy_repos=list(repos)))
+        hf_mirror_upstream_lfs_netloc=upstream, _hf_mirror_repos=held, hf_mirror_proxy_repos=list(repos)))
     server = subprocess.Popen([str(Path(sys.executable).with_name("olah-cli")), "-c", str(config)],
                               cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(60):
