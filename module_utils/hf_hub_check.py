@@ -22,6 +22,8 @@ import urllib.parse
 import urllib.request
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+# A file's hash as the Hub gives it: a git blob sha1, or an LFS file's sha256.
+HASH_RE = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
 # The options hf_revision and hf_snapshot share (documented by the hf_hub doc fragment).
 HUB_ARGUMENT_SPEC = {
     "repo": {"type": "str", "required": True},
@@ -142,7 +144,7 @@ def _tree(endpoint: str, repo: str, sha: str, token: str) -> list:
                 continue
             lfs = entry.get("lfs") or {}
             digest = str(lfs.get("oid") or entry.get("oid") or "").lower()
-            if not re.match(r"^([0-9a-f]{40}|[0-9a-f]{64})$", digest):
+            if not HASH_RE.match(digest):
                 raise ModelError("vllm_fleet_model_revision", "the tree of %s@%s at %s gives %s no hash to check it "
                                  "against" % (repo, sha, endpoint, entry.get("path")))
             files.append({"name": entry["path"], "size": int(lfs.get("size", entry.get("size", 0))), "hash": digest})
@@ -169,7 +171,7 @@ def _served_hash(endpoint: str, repo: str, sha: str, name: str, token: str) -> s
     except (urllib.error.URLError, OSError) as exc:
         raise _fail(exc, endpoint, repo, sha) from None
     etag = (headers.get("X-Linked-Etag") or headers.get("ETag") or "").replace("W/", "").strip('"').lower()
-    return etag if re.match(r"^([0-9a-f]{40}|[0-9a-f]{64})$", etag) else ""
+    return etag if HASH_RE.match(etag) else ""
 
 
 def model_files(endpoint: str, repo: str, revision: str, token: str = "") -> dict:
