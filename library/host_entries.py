@@ -10,8 +10,8 @@ module: host_entries
 short_description: Make one host's entries for the gateways' upstream and Prometheus's targets
 description:
   - Lists this host's vLLM instances as the gateways reach them (nginx C(server) addresses, IPv6 in brackets)
-    and its scrape targets for each job (C(vllm), C(vllm_health), C(node), C(nginx), C(dcgm), C(npu)), by the
-    rules the gateway and monitoring plans use for the whole fleet.
+    and its scrape targets for each job (C(vllm), C(vllm_health), C(node), C(nginx), C(gateway_tls), C(dcgm),
+    C(npu)), by the rules the gateway and monitoring plans use for the whole fleet.
   - The host's own run writes them, one file per host on each gateway and monitoring host (roles gateway and
     monitoring, C(tasks_from=publish)).
   - Refuses an inventory address or a bound address that is not a host name or an IP address, naming it.
@@ -42,8 +42,9 @@ options:
       before a change, for a rollback).
     type: dict
   ports:
-    description: C(node), C(nginx), C(dcgm), C(npu), the exporters' ports, and C(health_path), the engines'
-      health path.
+    description: C(node), C(nginx), C(dcgm), C(npu), the exporters' ports, C(health_path), the engines'
+      health path, and on a gateway C(gateway), its TLS port (job C(gateway_tls), probed for the certificate's
+      expiry).
     type: dict
     required: true
   state:

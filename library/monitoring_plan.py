@@ -74,7 +74,8 @@ EXAMPLES = r"""
     retention: 15d
     storage_path: /var/lib/prometheus/metrics2
     thresholds: {kv_cache_usage: 0.9, requests_waiting: 8, ttft_p99_seconds: 2, failed_ratio: 0.05,
-                 disk_free_ratio: 0.1, gpu_temperature_celsius: 85, gpu_memory_used_ratio: 0.97}
+                 disk_free_ratio: 0.1, gpu_temperature_celsius: 85, gpu_memory_used_ratio: 0.97,
+                 certificate_days: 14}
     groups: "{{ groups }}"
     plans: "{{ dict(groups['inference'] | zip(groups['inference'] | map('extract', hostvars, 'preflight_plan'))) }}"
     ports: {node: 9100, nginx: 9113, health_path: /health}
@@ -101,7 +102,7 @@ counts:
   description: Job name to its number of target groups.
   returned: success
   type: dict
-  sample: {vllm: 2, vllm_health: 2, node: 3, nginx: 1, mirror: 1}
+  sample: {vllm: 2, vllm_health: 2, node: 3, nginx: 1, gateway_tls: 0, mirror: 1}
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -25,8 +25,9 @@ THRESHOLDS = {
     "disk_free_ratio": (0.0, 1.0, "a ratio of the filesystem"),
     "gpu_temperature_celsius": (30, 120, "degrees Celsius"),
     "gpu_memory_used_ratio": (0.0, 1.0, "a ratio of the GPU's memory"),
+    "certificate_days": (1, 3650, "a whole number of days"),
 }
-WHOLE = ("requests_waiting", "gpu_temperature_celsius")
+WHOLE = ("requests_waiting", "gpu_temperature_celsius", "certificate_days")
 
 
 class MonitoringError(ValueError):
@@ -69,7 +70,9 @@ def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict
     """job -> file_sd target groups.  ``groups``: the inventory's groups; ``addresses``:
     host -> its inventory address (``ansible_host``, empty for its name); ``plans``: host ->
     its preflight plan; ``model``: the fleet's ``endpoint``, ``repo`` and ``revision``;
-    ``ports``: ``node``, ``nginx``, ``dcgm``, ``npu`` and the engines' ``health_path``."""
+    ``ports``: ``node``, ``nginx``, ``dcgm``, ``npu`` and the engines' ``health_path``; and
+    ``gateway``, the gateways' TLS port, where the gateway's own run publishes its TLS
+    endpoint (job ``gateway_tls``, probed for the certificate's expiry; empty without it)."""
     inference = groups.get("inference", [])
     found = upstreams(inference, [addresses.get(h) or "" for h in inference],
                       [(plans.get(h) or {}).get("instances", []) for h in inference],
@@ -89,6 +92,8 @@ def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict
                     {"host": h, "role": "inference" if h in inference else "service"}) for h in every]
     nginx = [_group([at(h, ports["nginx"])], {"host": h})
              for h in groups.get("gateways", [])]
+    tls = [_group([at(h, ports["gateway"])], {"host": h})
+           for h in groups.get("gateways", [])] if "gateway" in ports else []
     # The fleet's mirror answers for the pinned revision: what a host asks before it downloads.
     mirror = []
     if model.get("endpoint") and model.get("repo"):
@@ -99,8 +104,8 @@ def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict
     def on(engine: str, port: int) -> list:
         return [_group([at(h, port)], {"host": h})
                 for h in inference if (plans.get(h) or {}).get("engine") == engine]
-    return {"vllm": engines, "vllm_health": health, "node": nodes, "nginx": nginx, "mirror": mirror,
-            "dcgm": on("cuda", ports["dcgm"]), "npu": on("ascend", ports["npu"])}
+    return {"vllm": engines, "vllm_health": health, "node": nodes, "nginx": nginx, "gateway_tls": tls,
+            "mirror": mirror, "dcgm": on("cuda", ports["dcgm"]), "npu": on("ascend", ports["npu"])}
 
 
 def mount_of(mounts: list, path: str) -> str:

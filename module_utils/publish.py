@@ -17,7 +17,7 @@ from ansible.module_utils.monitoring import targets
 STATES = ("in", "out", "absent")
 # The jobs a host's own targets belong to (the mirror's probe is the fleet's, written by
 # the monitoring host itself).
-JOBS = ("vllm", "vllm_health", "node", "nginx", "dcgm", "npu")
+JOBS = ("vllm", "vllm_health", "node", "nginx", "gateway_tls", "dcgm", "npu")
 
 
 class PublishError(ValueError):

@@ -58,11 +58,34 @@ def test_every_instance_host_gateway_and_mirror_is_a_target():
     assert both["npu"] == [{"targets": ["node1:8082"], "labels": {"host": "node1"}}]
 
 
+def test_every_probed_job_names_a_module_the_blackbox_exporter_has():
+    """prometheus.yml's probed jobs (each with its module) as the role renders them, against
+    the modules of the blackbox exporter's configuration the role writes."""
+    role = ROOT / "roles" / "monitoring"
+    variables = yaml.safe_load((role / "vars" / "main.yml").read_text())
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    blackbox = yaml.safe_load(env.from_string((role / "templates" / "blackbox.yml.j2").read_text()).render(
+        ansible_managed="test"))
+    config = yaml.safe_load(env.from_string((role / "templates" / "prometheus.yml.j2").read_text()).render(
+        ansible_managed="test", inventory_hostname="mirror", monitoring_scrape_interval="15s",
+        monitoring_alertmanager_listen_address="127.0.0.1:9093", _monitoring_rules="/r.yml",
+        _monitoring_file_sd="/sd", _monitoring_plan=fleet(), _monitoring_probed=variables["_monitoring_probed"],
+        _monitoring_blackbox=variables["_monitoring_blackbox"]))
+    modules = {job["job_name"]: job["params"]["module"] for job in config["scrape_configs"] if "params" in job}
+    assert modules == {"vllm_health": ["http_2xx"], "mirror": ["http_2xx"], "gateway_tls": ["tls_certificate"]}
+    assert {m for names in modules.values() for m in names} <= set(blackbox["modules"])
+    # the certificate's probe: a TLS handshake that reads what clients are shown
+    assert blackbox["modules"]["tls_certificate"] == {
+        "prober": "tcp", "tcp": {"tls": True, "tls_config": {"insecure_skip_verify": True}}}
+
+
 def test_a_host_added_to_the_inventory_is_a_target_on_the_next_run():
     groups = dict(GROUPS, inference=["node1", "node2", "node3"])
     plans = dict(PLANS, node3=PLANS["node1"])
     counts = fleet(groups=groups, plans=plans)["counts"]
-    assert counts == {"vllm": 4, "vllm_health": 4, "node": 4, "nginx": 1, "mirror": 1, "dcgm": 0, "npu": 0}
+    # (a gateway's TLS port is published by the gateway's own run, which knows it)
+    assert counts == {"vllm": 4, "vllm_health": 4, "node": 4, "nginx": 1, "gateway_tls": 0, "mirror": 1, "dcgm": 0,
+                      "npu": 0}
 
 
 def test_the_disk_alert_watches_the_filesystem_that_holds_the_model_root():
@@ -85,6 +108,9 @@ def test_the_disk_alert_watches_the_filesystem_that_holds_the_model_root():
     ({"thresholds": dict(THRESHOLDS, kv_cache_usage=90)}, "monitoring_alert_kv_cache_usage: 90 is not a ratio"),
     ({"thresholds": dict(THRESHOLDS, requests_waiting=2.5)}, "monitoring_alert_requests_waiting: 2.5 is not a whole"),
     ({"thresholds": dict(THRESHOLDS, ttft_p99_seconds="2s")}, "monitoring_alert_ttft_p99_seconds: '2s' is not seconds"),
+    ({"thresholds": dict(THRESHOLDS, certificate_days=0)},
+     "monitoring_alert_certificate_days: 0 is not a whole number of days from 1 to 3650"),
+    ({"thresholds": dict(THRESHOLDS, certificate_days=7.5)}, "monitoring_alert_certificate_days: 7.5 is not a whole"),
     ({"ports": dict(PORTS, node=0)}, "vllm_fleet_node_exporter_port: 0 is not a port (1-65535)"),
     ({"ports": dict(PORTS, dcgm=70000)}, "vllm_fleet_dcgm_exporter_port: 70000 is not a port (1-65535)"),
     ({"groups": dict(GROUPS, inference=[])}, "inference: the group is empty"),

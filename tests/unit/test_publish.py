@@ -50,6 +50,17 @@ def test_a_host_publishes_only_what_it_runs():
     assert own("node3")["targets"]["vllm_health"][0]["targets"] == ["http://[fd00::4]:9000/health"]
 
 
+def test_a_gateway_publishes_its_tls_port_when_its_own_run_gives_it():
+    """The gateway role publishes job gateway_tls with its port; the node exporter's call
+    (the fleet's ports alone) and the inference hosts have none."""
+    ports = dict(PORTS, gateway=8443)
+    assert own("mirror")["targets"]["gateway_tls"] == []
+    names = [group for group, members in GROUPS.items() if "mirror" in members]
+    gateway = entries("mirror", ADDRESSES["mirror"], names, None, ports)
+    assert gateway["targets"]["gateway_tls"] == [{"targets": ["10.0.0.1:8443"], "labels": {"host": "mirror"}}]
+    assert entries("node1", ADDRESSES["node1"], ["inference"], PLANS["node1"], ports)["targets"]["gateway_tls"] == []
+
+
 def test_a_retired_host_publishes_nothing():
     gone = own("node2", state="absent")
     assert gone["upstreams"] == [] and gone["targets"] == {job: [] for job in JOBS}

@@ -15,6 +15,8 @@ ENGINE = TARGET + ', model_name="tiny-gemma4", engine="0"'
 NODE = 'host="node1", role="inference", instance="node1:9100"'
 GPU = 'host="node1", gpu="0", UUID="GPU-0", instance="node1:9400", job="dcgm"'
 NPU = 'host="node1", id="0", model_name="Ascend910B3", instance="node1:8082", job="npu"'
+TLS = {"host": "mirror", "target": "mirror:443", "instance": "127.0.0.1:9115", "job": "gateway_tls"}
+TLS_SERIES = ", ".join('%s="%s"' % item for item in TLS.items())
 NPU_LABELS = {"host": "node1", "id": "0", "model_name": "Ascend910B3", "instance": "node1:8082", "job": "npu"}
 
 
@@ -24,6 +26,8 @@ def series(thresholds: dict) -> dict:
     high = thresholds["kv_cache_usage"] + 0.05
     waiting = thresholds["requests_waiting"] + 4
     hot = thresholds["gpu_temperature_celsius"] + 5
+    # promtool's clock starts at 0: an expiry this many seconds from then
+    expiring = (thresholds["certificate_days"] - 1) * 86400
     engine = {"host": "node1", "vllm_instance": "main", "instance": "10.0.0.2:8000"}
     return {
         "VllmInstanceDown": ([('up{job="vllm", %s}' % TARGET, "1 0x60")], "2m", dict(engine, job="vllm"), None),
@@ -57,6 +61,9 @@ def series(thresholds: dict) -> dict:
         "GatewayDown": ([('up{job="nginx", host="mirror", instance="mirror:9113"}', "1x60"),
                          ('nginx_up{job="nginx", host="mirror", instance="mirror:9113"}', "1 0x60")], "2m",
                         {"host": "mirror", "instance": "mirror:9113", "job": "nginx"}, None),
+        "GatewayTlsHandshakeFailing": ([('probe_success{%s}' % TLS_SERIES, "1 0x60")], "2m", TLS, None),
+        "GatewayCertificateExpiresSoon": ([('probe_ssl_earliest_cert_expiry{%s}' % TLS_SERIES, "%dx60" % expiring)],
+                                          "1m", TLS, None),
         "MirrorCannotServeTheRevision": ([('probe_success{job="mirror", mirror="http://mirror:8090", '
                                            'repo="demo/tiny-gemma4", instance="http://mirror:8090/api"}', "1 0x60")],
                                          "2m", {"job": "mirror", "mirror": "http://mirror:8090",
@@ -104,6 +111,8 @@ def healthy() -> list:
         {"series": 'up{job="nginx", host="mirror"}', "values": "1x60"},
         {"series": 'nginx_up{job="nginx", host="mirror"}', "values": "1x60"},
         {"series": 'probe_success{job="mirror", mirror="http://mirror:8090"}', "values": "1x60"},
+        {"series": 'probe_success{%s}' % TLS_SERIES, "values": "1x60"},
+        {"series": 'probe_ssl_earliest_cert_expiry{%s}' % TLS_SERIES, "values": "%dx60" % (825 * 86400)},
         {"series": 'node_filesystem_avail_bytes{job="node", %s, mountpoint="/"}' % NODE, "values": "600x60"},
         {"series": 'node_filesystem_size_bytes{job="node", %s, mountpoint="/"}' % NODE, "values": "1000x60"},
         {"series": 'DCGM_FI_DEV_XID_ERRORS{%s}' % GPU, "values": "0x60"},

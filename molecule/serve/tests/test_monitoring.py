@@ -27,7 +27,8 @@ THRESHOLDS = {name[len("monitoring_alert_"):]: value for name, value in DEFAULTS
 # The scenario's fleet: two inference hosts of one instance each; the mirror is its
 # gateway and its monitoring host.
 EXPECTED = {("vllm", "node1"), ("vllm", "node2"), ("vllm_health", "node1"), ("vllm_health", "node2"),
-            ("node", "mirror"), ("node", "node1"), ("node", "node2"), ("nginx", "mirror"), ("mirror", None)}
+            ("node", "mirror"), ("node", "node1"), ("node", "node2"), ("nginx", "mirror"), ("gateway_tls", "mirror"),
+            ("mirror", None)}
 ENGINE_KEY, MODEL = "molecule-serve-key", "tiny-gemma4"
 # The webhook receiver Alertmanager posts to (molecule.yml: monitoring_alertmanager_webhook_url),
 # run on the monitoring host: each POST's body and the time it came, one JSON line each.
@@ -91,7 +92,8 @@ def test_the_engines_series_reach_prometheus(host):
     assert sorted(r["metric"]["host"] for r in result) == ["node1", "node2"]
     assert all(0 <= float(r["value"][1]) <= 1 for r in result)
     probes = api(host, "/api/v1/query?query=probe_success")["data"]["result"]
-    assert {(r["metric"]["job"], r["value"][1]) for r in probes} == {("vllm_health", "1"), ("mirror", "1")}
+    assert {(r["metric"]["job"], r["value"][1]) for r in probes} == {("vllm_health", "1"), ("mirror", "1"),
+                                                                     ("gateway_tls", "1")}
 
 
 def test_the_loaded_rules_are_the_checked_file_and_the_fleet_is_up(host):
@@ -104,8 +106,35 @@ def test_the_loaded_rules_are_the_checked_file_and_the_fleet_is_up(host):
     # ratio's 5-minute window: that alert is not asserted here)
     firing = [a["labels"]["alertname"] for a in api(host, "/api/v1/alerts")["data"]["alerts"] if a["state"] == "firing"]
     print("firing:", firing)
-    down = {"VllmInstanceDown", "VllmEngineUnhealthy", "HostExporterDown", "GatewayDown", "MirrorCannotServeTheRevision"}
+    down = {"VllmInstanceDown", "VllmEngineUnhealthy", "HostExporterDown", "GatewayDown", "GatewayTlsHandshakeFailing",
+            "GatewayCertificateExpiresSoon", "MirrorCannotServeTheRevision"}
     assert sorted(set(firing) & down) == []
+
+
+NOT_AFTER = ("import calendar; from cryptography import x509; c = x509.load_pem_x509_certificate(open("
+             "'/etc/nginx/vllm-fleet/server.crt', 'rb').read()); print(calendar.timegm(c.not_valid_after.utctimetuple()))")
+
+
+def test_prometheus_reads_the_gateway_certificates_expiry_through_a_tls_probe(host):
+    """The blackbox exporter's TLS probe of the gateway's port (job gateway_tls, which the
+    gateway's own run publishes): the expiry Prometheus has is the notAfter of the server
+    certificate on the gateway, about 825 days away, and its alert does not fire."""
+    not_after = float(host.check_output("python3 -c %s", NOT_AFTER))
+    deadline, seen = time.monotonic() + 90, []
+    while time.monotonic() < deadline:
+        seen = query(host, 'probe_ssl_earliest_cert_expiry{job="gateway_tls"}')
+        if [r["metric"]["host"] for r in seen] == ["mirror"] and abs(float(seen[0]["value"][1]) - not_after) < 1:
+            break
+        time.sleep(3)
+    print("gateway_tls:", json.dumps(seen), "server.crt notAfter:", not_after,
+          "days left: %.1f" % ((not_after - time.time()) / 86400))
+    reached = host.ansible.get_variables().get("ansible_host") or "mirror"  # as the gateway's run publishes it
+    assert [(r["metric"]["host"], r["metric"]["target"]) for r in seen] == [("mirror", reached + ":443")]
+    assert abs(float(seen[0]["value"][1]) - not_after) < 1
+    assert 800 < (not_after - time.time()) / 86400 < 826
+    assert [r["value"][1] for r in query(host, 'probe_success{job="gateway_tls"}')] == ["1"]
+    rules = [r for g in api(host, "/api/v1/rules?type=alert")["data"]["groups"] for r in g["rules"]]
+    assert [r["state"] for r in rules if r["name"] == "GatewayCertificateExpiresSoon"] == ["inactive"]
 
 
 def test_every_alert_fires_on_its_series_and_none_on_a_healthy_fleet(host):

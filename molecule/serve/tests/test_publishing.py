@@ -62,7 +62,7 @@ def test_each_host_writes_its_own_files_and_nginx_conf_lists_no_host(host):
     node1, node2 = address(other(host, "node1")), address(other(host, "node2"))
     assert published(host) == {
         "node1": {"upstream", "vllm", "vllm_health", "node"}, "node2": {"upstream", "vllm", "vllm_health", "node"},
-        "mirror": {"node", "nginx"}, "fleet": {"mirror"}}
+        "mirror": {"node", "nginx", "gateway_tls"}, "fleet": {"mirror"}}
     assert servers(host, "node1") == ["server %s:8000 max_fails=3 fail_timeout=10s;" % node1]
     assert servers(host, "node2") == ["server %s:8000 max_fails=3 fail_timeout=10s;" % node2]
     conf = host.file("/etc/nginx/nginx.conf").content_string
