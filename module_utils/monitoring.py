@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ansible.module_utils import host_paths
 from ansible.module_utils.gateway import ADDRESS, GatewayError, endpoint, upstreams
 from ansible.module_utils.vllm_args import flag_name
 
@@ -51,8 +52,7 @@ def check(retention: str, storage_path: str, thresholds: dict, ports: dict | Non
             problems.append("vllm_fleet_%s_exporter_port: %r is not a port (1-65535)" % (name, port))
     if not DURATION.match(str(retention)):
         problems.append("monitoring_retention_time: %r is not a Prometheus duration such as 15d or 12h" % retention)
-    if not str(storage_path).startswith("/") or "/.." in str(storage_path):
-        problems.append("monitoring_storage_path: %r is not an absolute path" % storage_path)
+    problems.extend(host_paths.problems({"monitoring_storage_path": storage_path}))
     for name, (low, high, what) in THRESHOLDS.items():
         value = thresholds.get(name)
         whole = isinstance(value, int) and not isinstance(value, bool)

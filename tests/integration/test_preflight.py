@@ -19,6 +19,12 @@ REFUSALS = {
     "seed-fictitious-env": "preflight_vllm_env['VLLM_USE_RoPE_KERNEL']: VLLM_USE_RoPE_KERNEL is not a vLLM variable",
     "env-name-typed-as-an-assignment": "preflight_vllm_env['HF_HOME=/data/hf']: 'HF_HOME=/data/hf' is not an "
                                        "environment variable name",
+    # Paths the roles write into units and command lines.
+    "runtime-root-with-a-space": "vllm_runtime_root: '/opt/vllm fleet' is not an absolute path of letters, digits "
+                                 "and '._+-'",
+    "cann-root-that-ends-the-shell-string": "ascend_cann_root: \"/usr/local/Ascend'; reboot; '\" is not an absolute "
+                                            "path",
+    "mirror-root-with-a-specifier": "hf_mirror_root: '/var/lib/olah-%H' is not an absolute path",
     # The instances of a host, checked against the plan and the host before anything runs.
     "instances-share-a-gpu": "preflight_instances[1] (second): device 0 is also first's; two instances cannot "
                              "share a GPU",
