@@ -382,6 +382,8 @@ def capacity_run(args) -> None:
     model = model_dir(model_name, args.models)
     slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
     settings = {key: yaml_value(value) for key, value in (item.split("=", 1) for item in args.set)}
+    known = {shape: tuple(float(x) for x in rates.split(",")) for shape, rates in
+             (item.split("=", 1) for item in args.known)}
     load_format, env = weights_plugin(args.weights, args.out)
     runner = tuning_host.Runner(sys.executable, {"model": str(model), "served-model-name": "gemma",
                                                  "load-format": load_format}, env, str(args.out), port=PORT,
@@ -400,7 +402,7 @@ def capacity_run(args) -> None:
         for shape, grid in zip(args.workload, args.grid):
             inp, outp = (int(x) for x in shape.split("/"))
             runner.workload = {"input_len": inp, "output_len": outp}
-            search = {"workload": runner.workload, "grid": grid, "points": []}
+            search = {"workload": runner.workload, "grid": grid, "known": known.get(shape), "points": []}
             result["searches"].append(search)
             if args.warmup_s:
                 runner.warm_up(proc, grid[0], args.warmup_s)
@@ -417,7 +419,7 @@ def capacity_run(args) -> None:
                 return point
 
             try:
-                search.update({k: v for k, v in capacity.find(measure, grid).items() if k != "points"})
+                search.update({k: v for k, v in capacity.find(measure, grid, known=known.get(shape, (None, None))).items() if k != "points"})
             except OutOfTime:
                 search["stopped"] = "deadline: %.0f s" % args.deadline_s
             path.write_text(json.dumps(result, indent=1))
@@ -582,6 +584,9 @@ def main() -> None:
     parser.add_argument("--grid", type=lambda text: [float(x) for x in text.split(",")], nargs="+",
                         default=[[4.5, 5.5, 6.5]], metavar="R1,R2,...",
                         help="capacity: the coarse grid of request rates, one per --workload")
+    parser.add_argument("--known", nargs="*", default=[], metavar="IN/OUT=PASS,FAIL",
+                        help="capacity: a rate that held and one that failed in earlier starts; that "
+                             "workload's search measures only between them")
     parser.add_argument("--start", type=int, default=1, help="capacity: the start number (seeds are paired by it)")
     parser.add_argument("--deadline-s", type=float, default=1e9, help="capacity: begin no point that would end later")
     parser.add_argument("--warmup-s", type=float, default=45.0,

@@ -123,22 +123,25 @@ def judge(result: dict, rate: float, slo: dict, *, ramp_s: float = RAMP_S, kept_
     return point
 
 
-def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int = 3) -> dict:
+def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int = 3,
+         known: tuple = (None, None)) -> dict:
     """The highest passing rate.  ``measure(rate) -> judged point``.  Upward through
     ``grid`` until a point fails; then bisection between the last pass and the first
     failure until they are within ``resolution`` (relative).  When the grid's first rate
-    fails, halve it (at most ``halvings`` times) to find a pass first.  Returns the
+    fails, halve it (at most ``halvings`` times) to find a pass first.  ``known``: a
+    passing and a failing rate measured before (earlier starts of the same configuration):
+    the search begins from that bracket, measuring no grid rate outside it.  Returns the
     capacity (0.0 when nothing passed), the bracket, every point in the order run, and
     ``held_at_top`` when the whole grid passed (capacity is at least that)."""
     points, grid = [], sorted(grid)
-    passed, failed = None, None
+    passed, failed = known
 
     def run(rate):
         point = measure(rate)
         points.append(point)
         return point["meets_slo"]
 
-    for rate in grid:
+    for rate in [r for r in grid if (passed is None or r > passed) and (failed is None or r < failed)]:
         if run(rate):
             passed = rate
         else:
@@ -159,5 +162,5 @@ def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int =
         else:
             failed = middle
     return {"capacity": passed or 0.0, "first_failure": failed, "points": points,
-            "held_at_top": failed is None,
+            "held_at_top": failed is None, "known": list(known) if any(k is not None for k in known) else None,
             "in_flight_at_capacity": next((p["in_flight"] for p in points if p["rate"] == passed), None)}
