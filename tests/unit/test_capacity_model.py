@@ -41,6 +41,9 @@ def h200_plan(**kwargs):
 FITTED = [(3.25, 22.49, 255.9, 19.3), (4.875, 33.94, 333.4, 42.5)]
 HELD_OUT = [(5.5, 43.55, 461.3, 62.2)]
 MEASURED_BRACKET = (5.5, 6.5)
+# 8192 in / 256 out +-25 %, same engine and weights (run 7): 0.85 req/s failed (p99 TTFT 9.9 s,
+# mean TPOT 51.5 ms, the engine finishing 0.80 req/s).  No passing point yet.
+LONG_FAILED = 0.85
 
 
 @pytest.mark.parametrize("rate, tpot_ms, ttft_p99_ms, in_flight", FITTED + HELD_OUT,
@@ -70,7 +73,7 @@ def _kv_read(ctx):
 
 
 def test_the_plan_states_what_an_h200_holds_at_the_slo():
-    """1024/256 inside the measured bracket; 8192/256 predicted only (not yet measured)."""
+    """1024/256 inside the measured bracket; 8192/256 below the rate that failed there."""
     short = h200_plan(workload=SHORT)["capacity"]
     assert short["per_instance"]["requests_per_s"] == pytest.approx(5.77, abs=0.02)
     assert MEASURED_BRACKET[0] <= short["per_instance"]["requests_per_s"] < MEASURED_BRACKET[1]
@@ -78,6 +81,7 @@ def test_the_plan_states_what_an_h200_holds_at_the_slo():
     assert short["operands"] == "fp8" and short["per_host_requests_per_s"] == short["per_instance"]["requests_per_s"]
     long = h200_plan(workload=LONG)["capacity"]["per_instance"]
     assert long["requests_per_s"] == pytest.approx(0.72, abs=0.02) and long["bound_by"] == "ttft"
+    assert long["requests_per_s"] < LONG_FAILED
 
 
 def test_a_looser_objective_never_holds_less():
