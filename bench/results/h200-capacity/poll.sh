@@ -1,7 +1,7 @@
 #!/bin/bash
 # One poll of a background capacity run: wait up to $1 seconds (or until the driver is done), then
 # copy what exists to $OUT (a machine can be taken back at any time).
-# (Runs 6 and 7 copied no per-point file: the *-r*.json copy was added after them.)
+# (Runs 5-7 copied no per-point file: the *-r*.json copy was added after them.)
 for _ in $(seq 1 "$1"); do [ -f /tmp/cap/done ] && break; sleep 1; done
 cp /tmp/cap/capacity.json /tmp/cap/driver.txt "$OUT"/ 2>/dev/null
 cp /tmp/cap/*.log /tmp/cap/*-r[0-9]*.json "$OUT"/ 2>/dev/null
