@@ -419,7 +419,8 @@ def capacity_run(args) -> None:
                 return point
 
             try:
-                search.update({k: v for k, v in capacity.find(measure, grid, known=known.get(shape, (None, None))).items() if k != "points"})
+                found = capacity.find(measure, grid, known=known.get(shape, (None, None)))
+                search.update({k: v for k, v in found.items() if k != "points"})
             except OutOfTime:
                 search["stopped"] = "deadline: %.0f s" % args.deadline_s
             path.write_text(json.dumps(result, indent=1))
