@@ -130,9 +130,10 @@ def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int =
     failure until they are within ``resolution`` (relative).  When the grid's first rate
     fails, halve it (at most ``halvings`` times) to find a pass first.  ``known``: a
     passing and a failing rate measured before (earlier starts of the same configuration):
-    the search begins from that bracket, measuring no grid rate outside it.  Returns the
-    capacity (0.0 when nothing passed), the bracket, every point in the order run, and
-    ``held_at_top`` when the whole grid passed (capacity is at least that)."""
+    the search begins from that bracket, measuring no grid rate outside it (the caller
+    records which bounds were known).  Returns the capacity (0.0 when nothing passed),
+    the bracket, every point in the order run, and ``held_at_top`` when the whole grid
+    passed (capacity is at least that)."""
     points, grid = [], sorted(grid)
     passed, failed = known
 
@@ -162,5 +163,5 @@ def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int =
         else:
             failed = middle
     return {"capacity": passed or 0.0, "first_failure": failed, "points": points,
-            "held_at_top": failed is None, "known": list(known) if any(k is not None for k in known) else None,
+            "held_at_top": failed is None,
             "in_flight_at_capacity": next((p["in_flight"] for p in points if p["rate"] == passed), None)}
