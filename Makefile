@@ -55,9 +55,9 @@ unit: $(VENV)/.installed
 	  else cat $$log; rm -f $$log; echo "unit: $$f fails alone or in reverse order"; exit 1; fi; \
 	done; echo "unit: each of $$(ls tests/unit/test_*.py | wc -l) unit test files passes alone, in reverse order"
 
-# serve (a whole fleet and its rollouts) beside the other scenarios, which run one after
-# another; then, alone, os_tuning and the operator's path (tests/operator: the demo, then
-# site.yml, fleet_status and diagnose on it); MOLECULE_JOBS=1 runs every one after another.
+# serve (a whole fleet and its rollouts) beside the operator's path (tests/operator: the
+# demo, then site.yml, fleet_status and diagnose on it) and then the other scenarios, one
+# after another; then, alone, os_tuning; MOLECULE_JOBS=1 runs every one after another.
 molecule: $(VENV)/.installed
 	$(BIN)/python tools/molecule_all.py $(SCENARIOS) operator
 

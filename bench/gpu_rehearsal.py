@@ -382,7 +382,7 @@ def capacity_run(args) -> None:
     model = model_dir(model_name, args.models)
     slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
     settings = {key: yaml_value(value) for key, value in (item.split("=", 1) for item in args.set)}
-    known = {shape: tuple(float(x) for x in rates.split(",")) for shape, rates in
+    known = {shape: tuple(float(x) if x else None for x in rates.split(",")) for shape, rates in
              (item.split("=", 1) for item in args.known)}
     load_format, env = weights_plugin(args.weights, args.out)
     runner = tuning_host.Runner(sys.executable, {"model": str(model), "served-model-name": "gemma",
@@ -586,8 +586,8 @@ def main() -> None:
                         default=[[4.5, 5.5, 6.5]], metavar="R1,R2,...",
                         help="capacity: the coarse grid of request rates, one per --workload")
     parser.add_argument("--known", nargs="*", default=[], metavar="IN/OUT=PASS,FAIL",
-                        help="capacity: a rate that held and one that failed in earlier starts; that "
-                             "workload's search measures only between them")
+                        help="capacity: a rate that held and one that failed in earlier starts (either "
+                             "may be empty: IN/OUT=,FAIL); that workload's search measures only between them")
     parser.add_argument("--start", type=int, default=1, help="capacity: the start number (seeds are paired by it)")
     parser.add_argument("--deadline-s", type=float, default=1e9, help="capacity: begin no point that would end later")
     parser.add_argument("--warmup-s", type=float, default=45.0,

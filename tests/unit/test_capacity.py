@@ -124,3 +124,8 @@ def test_a_bracket_measured_before_is_where_the_search_begins():
     held = capacity.find(threshold(6.4), [6.0], known=(5.5, 6.5))
     assert [p["rate"] for p in held["points"]] == [6.0, 6.25] and held["capacity"] == 6.25
     assert held["first_failure"] == 6.5 and held["held_at_top"] is False
+    # run 7 failed 0.85 at 8192/256 and nothing there has held yet: the grid below it, then
+    # bisection up to that failure
+    below = capacity.find(threshold(0.82), [0.6, 0.75], known=(None, 0.85))
+    assert [p["rate"] for p in below["points"]] == [0.6, 0.75, 0.8, 0.825]
+    assert below["capacity"] == 0.8 and below["first_failure"] == 0.825 and below["held_at_top"] is False
