@@ -23,6 +23,7 @@ real keys: strict host key checking holds).  Inventories point ssh at the config
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -237,11 +238,15 @@ def wait_booted(name: str, timeout: float = 90.0) -> None:
 
 
 def ssh_key() -> Path:
-    """The fleets' private key (made once, ed25519, no passphrase: a test fleet's)."""
+    """The fleets' private key (made once, ed25519, no passphrase: a test fleet's).  Fleets
+    boot at the same time (make test runs the demo beside molecule's scenarios): the first
+    makes the key under a lock, the others wait for it and read it."""
     key = SSH_DIR / "fleet_ed25519"
-    if not key.exists():
-        SSH_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
-        run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vllm-fleet", "-f", str(key), capture=True)
+    SSH_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(SSH_DIR / ".fleet_ed25519.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not key.exists():
+            run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vllm-fleet", "-f", str(key), capture=True)
     return key
 
 

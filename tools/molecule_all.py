@@ -11,7 +11,9 @@ change what another scenario's idempotence or verify reads.
 `operator` is no molecule scenario: it is the demo fleet and what an operator runs on it
 with the repository's own ansible.cfg over SSH (tests/operator).  It runs first beside
 `serve`, so that its demo fleet (two engines) is gone before `serve`'s verify puts its
-engines under load.
+engines under load.  `unit` (`make unit`: the unit and integration tests, then each unit
+file alone) runs next in that lane: `make test` runs it here instead of before the
+scenarios, off the critical path.
 
 Each line a scenario prints is printed as it comes, behind the scenario's name; each
 scenario has a time limit (--limit, seconds), past which it is stopped and counted as
@@ -37,10 +39,11 @@ import time
 # others in the order given; last, with nothing beside them, those that change host-wide
 # kernel state (os_tuning).
 LONGEST = ("serve",)
-EARLY = ("operator",)
+EARLY = ("operator", "unit")
 ALONE = ("os_tuning",)
 # Jobs that are not molecule scenarios: their command line.
-COMMANDS = {"operator": [sys.executable, "-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", "tests/operator"]}
+COMMANDS = {"operator": [sys.executable, "-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", "tests/operator"],
+            "unit": ["make", "--no-print-directory", "unit"]}
 PRINT = threading.Lock()
 
 

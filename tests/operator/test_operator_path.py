@@ -9,7 +9,7 @@ the search's engine user, so the engine core exits in its warm-up.  Open.
 
 The molecule scenarios run their own ansible.cfg over `docker exec`; this is the one
 place CI runs `gathering = smart`, the SSH connection with ControlPersist and pipelining,
-and the demo itself.  tools/molecule_all.py runs it after the scenarios, alone
+and the demo itself.  tools/molecule_all.py runs it first beside molecule `serve`
 (`make molecule`); it boots the fleet named demo and takes it down afterwards unless it
 was up before."""
 from __future__ import annotations
