@@ -40,10 +40,7 @@ demo-image: docker
 demo-down:
 	$(PYTHON) tools/fleet.py down demo
 
-# The unit and integration tests (make unit) run beside serve, after the operator's path:
-# they need no fleet of molecule's and are then off the run's critical path.
-test: setup lint
-	$(BIN)/python tools/molecule_all.py $(SCENARIOS) operator unit
+test: setup lint unit molecule
 
 lint: $(VENV)/.installed
 	$(BIN)/yamllint --strict .

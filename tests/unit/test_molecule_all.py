@@ -13,9 +13,9 @@ sys.path.insert(0, str(TOOL.parent))
 import molecule_all  # noqa: E402
 
 
-def test_serve_starts_first_the_operator_and_unit_beside_it_the_rest_keep_their_order_and_os_tuning_waits():
-    assert molecule_all.plan(["ascend_cann", "os_tuning", "serve", "vllm_runtime", "unit", "operator"]) == (
-        ["serve", "operator", "unit", "ascend_cann", "vllm_runtime"], ["os_tuning"])
+def test_serve_starts_first_the_operator_beside_it_the_rest_keep_their_order_and_os_tuning_waits():
+    assert molecule_all.plan(["ascend_cann", "os_tuning", "serve", "vllm_runtime", "operator"]) == (
+        ["serve", "operator", "ascend_cann", "vllm_runtime"], ["os_tuning"])
 
 
 def fake_molecule(tmp_path: Path) -> Path:
