@@ -66,6 +66,8 @@ options:
     description:
       - C(dnf) (the RHEL family, Kylin V10 included) adds C(dnf_install), how NVIDIA's guide installs
         the branch there, or C(install_error) naming the setting it cannot honour.
+      - C(apt) (the Debian family) adds C(install_error) when the branch cannot be pinned from the
+        source asked for (Debian's own archive).
     type: str
     choices: [apt, dnf, other]
     default: apt
@@ -90,7 +92,7 @@ EXAMPLES = r"""
 - name: Compare the driver with the fleet's branch
   nvidia_driver_facts:
     branch: 580
-    driver_package: nvidia-driver-580-open
+    driver_package: nvidia-open
     fabricmanager_package: nvidia-fabricmanager-580
     fabricmanager_needed: "{{ ansible_facts.gpu_topology.nvswitch_present }}"
     nvml_ok: "{{ ansible_facts.gpu_topology.gpus | length > 0 }}"
@@ -103,8 +105,8 @@ RETURN = r"""
 ansible_facts:
   description: C(nvidia_driver) with C(loaded), C(packages), C(satisfied), C(fabricmanager), C(drift),
     C(problems), C(reboot_required), C(secure_boot), C(kernel_headers), C(nouveau_loaded), C(repo_folder),
-    and with O(package_manager=dnf) C(dnf_install) (C(module_stream), C(branch_lock), C(packages), C(lock))
-    and C(install_error).
+    with O(package_manager=dnf) C(dnf_install) (C(module_stream), C(branch_lock), C(packages), C(lock)),
+    and with O(package_manager=dnf) or O(package_manager=apt) C(install_error).
   returned: always
   type: dict
   sample:
@@ -117,7 +119,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nvidia_driver import (
-    DriverError, decide, dnf_install, host_state, parse_package_query, repo_folder)
+    DriverError, apt_check, decide, dnf_install, host_state, parse_package_query, repo_folder)
 
 
 def installed_versions(module, names, package_manager):
@@ -167,6 +169,12 @@ def main():
                                            p["architecture"])
     except DriverError as exc:
         facts["repo_folder"], facts["repo_error"] = None, str(exc)
+    if p["package_manager"] == "apt":
+        try:
+            apt_check(p["distribution"], p["source"])
+            facts["install_error"] = None
+        except DriverError as exc:
+            facts["install_error"] = str(exc)
     if p["package_manager"] == "dnf":
         try:
             facts["dnf_install"], facts["install_error"] = dnf_install(

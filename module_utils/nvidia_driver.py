@@ -71,6 +71,21 @@ def dnf_install(folder: str | None, branch: int, open_modules: bool, kernel_modu
                       "(folder %s)" % (folder or "unknown"))
 
 
+def apt_check(distribution: str, source: str) -> None:
+    """DriverError when the Debian family cannot install the branch as asked.
+
+    The role installs NVIDIA's branch pinning package and then ``nvidia-open`` or
+    ``cuda-drivers`` from NVIDIA's repository (or a mirror of it); from the distribution
+    only Ubuntu's archive names its drivers by branch (``nvidia-driver-580-open``).
+    Debian's own archive has one ``nvidia-driver`` per release, with no branch in its name
+    and no pinning package, so it cannot be pinned to a branch."""
+    if source == "distribution" and distribution != "Ubuntu":
+        raise DriverError("nvidia_driver_source: distribution: %s's own archive has no driver "
+                          "package named by branch (only nvidia-driver, one branch per release), so "
+                          "the branch cannot be pinned; use cuda_repo or mirror (NVIDIA's repository "
+                          "and its pinning package)" % distribution)
+
+
 def parse_proc_version(text: str) -> dict:
     """``/proc/driver/nvidia/version`` -> ``{"version", "open"}`` (empty dict when absent)."""
     match = re.search(r"NVRM version: (.*?Kernel Module)\s.*?\s(\d+\.\d+(?:\.\d+)?)\s", text or "")

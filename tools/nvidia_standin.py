@@ -29,8 +29,18 @@ import nvidia_daemons
 FIELDS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "metrics" / "dcgm-exporter.names"
 
 DRIVER = "580.159.04"
+# A newer branch in the same repository, as NVIDIA's has: what an install without the
+# branch's pin takes (the metapackage depends on ">= version").
+NEXT_BRANCH = "590.48.01"
+PIN = "/etc/apt/preferences.d/nvidia-driver-pinning-580"
 PACKAGES = [
-    ("nvidia-driver-580-open", DRIVER, "nvidia-persistenced"),
+    # NVIDIA's pinning package: holds the driver packages at the branch (STAND-IN: an apt
+    # preferences file with that effect; the real file's wording is not copied here)
+    ("nvidia-driver-pinning-580", DRIVER, None),
+    ("nvidia-open", DRIVER, None),
+    ("nvidia-driver", DRIVER, "nvidia-persistenced"),
+    ("nvidia-open", NEXT_BRANCH, None),
+    ("nvidia-driver", NEXT_BRANCH, "nvidia-persistenced"),
     ("nvidia-fabricmanager-580", DRIVER, "nvidia-fabricmanager"),
     # an older fabric manager, to make the driver/fabric-manager skew the role must refuse
     ("nvidia-fabricmanager-580", "580.142.00", "nvidia-fabricmanager"),
@@ -89,6 +99,9 @@ def dcgm_exporter() -> str:
 
 def package_files(name: str, version: str, unit: str | None) -> dict:
     """{path: (text, mode)} of a stand-in package."""
+    if name == "nvidia-driver-pinning-580":
+        return {PIN: ("Package: nvidia-open nvidia-driver cuda-drivers\nPin: version 580.*\n"
+                      "Pin-Priority: 1000\n", 0o644)}
     if unit is None:
         return {}
     if unit != "dcgm-exporter":
@@ -104,13 +117,16 @@ def package_files(name: str, version: str, unit: str | None) -> dict:
     }
 
 
-def relations(name: str) -> str:
-    """The control fields that tie a branch's package to the others of its kind, as NVIDIA's
-    packaging template has them (github.com/NVIDIA/apt-packaging-fabric-manager,
-    debian/templates/control.in: nvidia-fabricmanager-BRANCH provides, replaces and
-    conflicts with nvidia-fabricmanager)."""
+def relations(name: str, version: str) -> str:
+    """The control fields that tie a package to the others, as NVIDIA's packages have them:
+    nvidia-fabricmanager-BRANCH provides, replaces and conflicts with nvidia-fabricmanager
+    (github.com/NVIDIA/apt-packaging-fabric-manager, debian/templates/control.in); the
+    driver metapackage depends on the driver at its version or newer (NVIDIA's Debian
+    metapackages depend on ">= version", which is why the branch needs its pin)."""
     if name.startswith("nvidia-fabricmanager-"):
         return "Provides: nvidia-fabricmanager\nReplaces: nvidia-fabricmanager\nConflicts: nvidia-fabricmanager\n"
+    if name == "nvidia-open":
+        return "Depends: nvidia-driver (>= %s)\n" % version
     return ""
 
 
@@ -120,7 +136,7 @@ def build(dest: Path, name: str, version: str, unit: str | None) -> None:
         (root / "DEBIAN").mkdir()
         (root / "DEBIAN" / "control").write_text(
             f"Package: {name}\nVersion: {version}-1\nArchitecture: all\n"
-            "Maintainer: vllm-fleet tests <vllm-fleet@localhost>\n" + relations(name) +
+            "Maintainer: vllm-fleet tests <vllm-fleet@localhost>\n" + relations(name, version) +
             f"Description: STAND-IN for NVIDIA's {name} (vllm-fleet tests; no driver inside)\n")
         account = nvidia_daemons.user(unit or "")
         if account:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils.nvidia_driver import (
-    DriverError, decide, dnf_install, parse_package_query, parse_proc_version, repo_folder,
+    DriverError, apt_check, decide, dnf_install, parse_package_query, parse_proc_version, repo_folder,
     secure_boot, upstream_version)
 
 # /proc/driver/nvidia/version of the lent H200 host (device tool, 2026-11-29)
@@ -139,3 +139,29 @@ def test_the_module_names_what_the_rhel_family_cannot_do(run_module):
         check_mode=True)["ansible_facts"]["nvidia_driver"]
     assert facts["dnf_install"] is None
     assert facts["install_error"].startswith("nvidia_driver_kernel_modules: precompiled")
+
+
+@pytest.mark.parametrize("distribution, source, refused", [
+    ("Debian", "distribution", True),
+    ("Debian", "cuda_repo", False),
+    ("Debian", "mirror", False),
+    ("Ubuntu", "distribution", False),
+    ("Ubuntu", "cuda_repo", False),
+])
+def test_debian_family_installs_only_a_branch_it_can_pin(distribution, source, refused):
+    """Debian's own archive has one nvidia-driver per release and no pinning package;
+    Ubuntu's names its drivers by branch, NVIDIA's repository has the pinning package."""
+    if refused:
+        with pytest.raises(DriverError, match="nvidia_driver_source: distribution: Debian's own archive"):
+            apt_check(distribution, source)
+    else:
+        assert apt_check(distribution, source) is None
+
+
+def test_the_module_names_what_debian_cannot_do(run_module):
+    facts = run_module("nvidia_driver_facts", dict(
+        branch=580, driver_package="nvidia-driver-580-open", fabricmanager_package="nvidia-fabricmanager-580",
+        distribution="Debian", distribution_major_version="12", kernel_release="6.1.0-28-amd64",
+        package_manager="apt", source="distribution"),
+        check_mode=True)["ansible_facts"]["nvidia_driver"]
+    assert facts["install_error"].startswith("nvidia_driver_source: distribution: Debian's own archive")

@@ -169,3 +169,36 @@ def test_fabric_manager_package_is_laid_out_as_nvidias(tmp_path):
     paths = {line.split()[-1].lstrip(".") for line in files.splitlines()}
     assert {"/usr/bin/nv-fabricmanager", "/usr/share/nvidia/nvswitch/fabricmanager.cfg",
             "/usr/lib/systemd/system/nvidia-fabricmanager.service"} <= paths
+
+
+def test_only_the_pinning_package_keeps_the_driver_on_its_branch(tmp_path):
+    """The stand-in repository carries the next branch beside the fleet's, as NVIDIA's does,
+    and its nvidia-open depends on "nvidia-driver (>= version)": apt resolves nvidia-open to
+    the newest branch unless the branch's pinning package is there (what the role installs
+    first), so a role that loses the pin fails its molecule test."""
+    repo = tmp_path / "repo"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "nvidia_standin.py"), str(repo)],
+                   check=True, capture_output=True)
+    root = tmp_path / "apt"
+    for folder in ("etc/preferences.d", "state/lists/partial", "cache/archives/partial"):
+        (root / folder).mkdir(parents=True)
+    (root / "etc" / "sources.list").write_text("deb [trusted=yes] file:%s ./\n" % repo)
+    (root / "status").write_text("")
+    apt = ["apt-get", "-o", "Dir::Etc=%s" % (root / "etc"), "-o", "Dir::State=%s" % (root / "state"),
+           "-o", "Dir::Cache=%s" % (root / "cache"), "-o", "Dir::State::status=%s" % (root / "status"),
+           "-o", "Debug::NoLocking=1"]
+    subprocess.run(apt + ["update"], check=True, capture_output=True)
+
+    def chosen():
+        out = subprocess.run(apt + ["-s", "install", "nvidia-open"], check=True, capture_output=True,
+                             text=True).stdout
+        return sorted(line.split()[1] + " " + line.split()[2].strip("()") for line in out.splitlines()
+                      if line.startswith("Inst "))
+
+    assert chosen() == ["nvidia-driver " + nvidia_standin.NEXT_BRANCH + "-1",
+                        "nvidia-open " + nvidia_standin.NEXT_BRANCH + "-1"]
+    deb = repo / ("nvidia-driver-pinning-580_%s-1_all.deb" % nvidia_standin.DRIVER)
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path / "pin")], check=True)
+    pin = tmp_path / "pin" / nvidia_standin.PIN.lstrip("/")
+    (root / "etc" / "preferences.d" / pin.name).write_text(pin.read_text())
+    assert chosen() == ["nvidia-driver " + nvidia_standin.DRIVER + "-1", "nvidia-open " + nvidia_standin.DRIVER + "-1"]

@@ -8,8 +8,12 @@ def selection(host, package):
     return host.check_output("dpkg-query -W -f='${db:Status-Abbrev} ${Version}' %s" % package)
 
 
-def test_driver_is_installed_and_held(host):
-    assert selection(host, "nvidia-driver-580-open") == "hi  580.159.04-1"
+def test_driver_is_installed_at_the_pinned_branch_and_held(host):
+    """The repository also has branch 590, which nvidia-open alone would pull
+    (tools/nvidia_standin.py): the pinning package keeps the driver on 580."""
+    assert selection(host, "nvidia-driver-pinning-580") == "hi  580.159.04-1"
+    assert selection(host, "nvidia-open") == "hi  580.159.04-1"
+    assert selection(host, "nvidia-driver") == "ii  580.159.04-1"
 
 
 def test_fabric_manager_matches_the_driver_and_is_held(host):
