@@ -4,8 +4,9 @@ accelerator_exporter tests: the real binary reads the NPUs through the driver's 
 library and cannot run here.  This one takes its startup parameters (-ip=, -port=,
 -logFile=, Go's flag syntax) and serves, on http://ip:port/metrics, the series of the
 documented Metrics interface for one chip (made-up values, labels id and model_name),
-and writes a line to its log file.  It refuses a flag it does not implement and starts
-only with -ip and -port given.
+and writes a line to its log file.  It refuses a flag it does not implement, starts
+only with -ip and -port given, and, as the real one cannot read the NPUs otherwise, only as
+root or as a member of the group HwHiAiUser.
 
   npu_exporter_standin.py DEST   # writes DEST/npu-exporter, prints its sha256
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 EXPORTER = r'''#!/usr/bin/python3
 # STAND-IN for Huawei's npu-exporter (vllm-fleet tests): no NPU; made-up values.
-import http.server, sys
+import http.server, os, sys
 # The startup parameters this stand-in implements (the real one has more); as Go's flag
 # package does, anything else is refused.  No defaults for -ip and -port: the real
 # default port is the fleet's own, so a dropped flag would pass unseen.
@@ -33,6 +34,16 @@ while args:
 missing = [name for name in ("ip", "port") if not flags.get(name)]
 if missing:
     sys.exit("STAND-IN npu-exporter: give %s" % ", ".join("-" + name for name in missing))
+# The real one reads the NPUs through the driver's DCMI interface, which is open to the
+# group HwHiAiUser (Huawei runs the binary as its own user in that group); without it,
+# nothing can be read.  The stand-in refuses to start the same way.
+try:
+    import grp
+    allowed = os.getuid() == 0 or grp.getgrnam("HwHiAiUser").gr_gid in os.getgroups()
+except KeyError:
+    allowed = False
+if not allowed:
+    sys.exit("STAND-IN npu-exporter: dcmi init failed: this user is not in the group HwHiAiUser")
 labels = 'id="0",model_name="Ascend910B3",vdie_id="STANDIN",pcie_bus_info="0000:C1:00.0"'
 series = [("machine_npu_nums", "Amount of npu installed on the machine.", None, 1),
           ("npu_chip_info_health_status", "the npu health status", labels, 1),

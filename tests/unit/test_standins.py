@@ -3,6 +3,7 @@ published metadata, so that a test passing against them says something about the
 ones."""
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -96,6 +97,18 @@ def test_npu_exporter_stand_in_refuses_missing_and_unknown_flags(tmp_path, flags
     script.write_text(npu_exporter_standin.EXPORTER)
     done = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and done.stderr.strip() == message
+
+
+def test_npu_exporter_stand_in_needs_the_npus_group():
+    """Outside the group HwHiAiUser (and not root) the real exporter reads no NPU: the
+    stand-in refuses to start there, so a unit whose user lost the group fails its test."""
+    # as nobody, without supplementary groups (root's own run would pass the check); the
+    # script on stdin, the interpreter its first line names
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.getuid() == 0 else []
+    done = subprocess.run(drop + ["/usr/bin/python3", "-", "-ip=127.0.0.1", "-port=1"],
+                          input=npu_exporter_standin.EXPORTER, capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stderr.strip()) == (
+        1, "STAND-IN npu-exporter: dcmi init failed: this user is not in the group HwHiAiUser")
 
 
 @pytest.fixture

@@ -38,3 +38,5 @@ def test_npu_exporter_serves_what_the_rules_read(host, exporter_series):
     assert host.file("/usr/local/bin/npu-exporter").mode == 0o755
     assert "STAND-IN listening on" in host.file("/var/log/npu-exporter/npu-exporter.log").content_string
     assert host.process.get(comm="npu-exporter").user == "vllm-fleet-exporter"
+    # the NPUs' group, without which the real exporter (and the STAND-IN) reads nothing
+    assert "HwHiAiUser" in host.user("vllm-fleet-exporter").groups
