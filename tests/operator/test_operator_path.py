@@ -93,3 +93,26 @@ def test_diagnose_finds_every_check_ok(demo):
     assert sorted(tables) == ["node1", "node2"], output[-3000:]
     for host, rows in tables.items():
         assert [row for row in rows if re.split(r"\s{2,}", row)[1] != "ok"] == [], (host, rows)
+
+
+# An HTTP GET from one demo host: "ok", or what stopped it.
+REACH = ("import sys, urllib.request\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=5).read()\n"
+         "    print('ok')\nexcept Exception as exc:\n    print(repr(getattr(exc, 'reason', exc)))")
+
+
+def reach(source: str, url: str) -> str:
+    return subprocess.run(["docker", "exec", "demo-" + source, "python3", "-c", REACH, url],
+                          capture_output=True, text=True, timeout=60).stdout.strip()
+
+
+def test_the_exporters_answer_the_monitoring_host_alone(demo):
+    """Each host's node exporter (port 9100) and the gateway's nginx exporter (9113, on the
+    mirror), vllm_fleet_node_exporter_port's and vllm_fleet_nginx_exporter_port's defaults,
+    answer their own host and the monitoring host (the mirror) and no other: node2 reaches
+    none of them (the units' own filter drops the packets)."""
+    seen = {(source, target, port): reach(source, "http://demo-%s:%d/metrics" % (target, port))
+            for source, target, port in [("mirror", "node1", 9100), ("node1", "node1", 9100),
+                                         ("mirror", "mirror", 9113), ("node2", "node1", 9100),
+                                         ("node2", "mirror", 9100), ("node2", "mirror", 9113)]}
+    print(seen)
+    assert [key for key, got in seen.items() if (got == "ok") != (key[0] != "node2")] == [], seen

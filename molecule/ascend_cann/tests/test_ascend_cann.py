@@ -40,3 +40,9 @@ def test_npu_exporter_serves_what_the_rules_read(host, exporter_series):
     assert host.process.get(comm="npu-exporter").user == "vllm-fleet-exporter"
     # the NPUs' group, without which the real exporter (and the STAND-IN) reads nothing
     assert "HwHiAiUser" in host.user("vllm-fleet-exporter").groups
+    # no monitoring host here: the unit's own filter admits the host itself alone
+    shown = dict(line.split("=", 1) for line in host.check_output(
+        "systemctl show -p IPAddressDeny -p IPAddressAllow vllm-fleet-accelerator-exporter").splitlines())
+    address = host.ansible("setup", "gather_subset=network")["ansible_facts"]["ansible_default_ipv4"]["address"]
+    assert set(shown["IPAddressDeny"].split()) == {"0.0.0.0/0", "::/0"}, shown
+    assert set(shown["IPAddressAllow"].split()) == {"127.0.0.0/8", "::1/128", address + "/32"}, shown
