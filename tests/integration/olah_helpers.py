@@ -59,8 +59,8 @@ def start_olah(root: Path, mode: str, upstream: str = "", repos: tuple = ()) -> 
     template = (ROOT / "roles" / "hf_mirror" / "templates" / "olah.toml.j2").read_text()
     config = root / "olah.toml"
     config.write_text(jinja2.Template(template).render(
-        ansible_managed="test", hf_mirror_mode=mode, hf_mirror_listen="127.0.0.1",
-        hf_mirror_port=port, hf_mirror_netloc=f"127.0.0.1:{port}", hf_mirror_root=str(root),
+        ansible_managed="test", hf_mirror_mode=mode, hf_mirror_backend_port=port,
+        hf_mirror_netloc=f"127.0.0.1:{port}", hf_mirror_root=str(root),
         hf_mirror_upstream_scheme="http", hf_mirror_upstream_netloc=upstream,
         hf_mirror_upstream_lfs_netloc=upstream, _hf_mirror_repos=held, hf_mirror_proxy_repos=list(repos)))
     server = subprocess.Popen([str(Path(sys.executable).with_name("olah-cli")), "-c", str(config)],

@@ -25,6 +25,7 @@ REFUSALS = {
     "cann-root-that-ends-the-shell-string": "ascend_cann_root: \"/usr/local/Ascend'; reboot; '\" is not an absolute "
                                             "path",
     "mirror-root-with-a-specifier": "hf_mirror_root: '/var/lib/olah-%H' is not an absolute path",
+    "mirror-admits-a-name": "hf_mirror_allow: control.example.com is not an IPv4 or IPv6 address or prefix",
     # The instances of a host, checked against the plan and the host before anything runs.
     "instances-share-a-gpu": "preflight_instances[1] (second): device 0 is also first's; two instances cannot "
                              "share a GPU",

@@ -2,6 +2,8 @@
 mirror repository left as olah's with a planted symlink and git config (the side effect)."""
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 BASE = "/var/lib/vllm/models/demo/tiny-gemma4"
@@ -43,7 +45,8 @@ def test_mirror_serves_as_a_hardened_service(mirror):
     olah = mirror.service("olah.service")
     assert olah.is_running and olah.is_enabled
     assert mirror.run("systemctl show -p User --value olah.service").stdout.strip() == "olah"
-    assert mirror.socket("tcp://0.0.0.0:8090").is_listening
+    assert mirror.socket("tcp://0.0.0.0:8090").is_listening  # systemd's socket, olah-edge.socket
+    assert mirror.socket("tcp://127.0.0.1:8091").is_listening and not mirror.socket("tcp://0.0.0.0:8091").is_listening
 
 
 def test_published_repositories_are_roots_and_read_only_to_olah(mirror):
@@ -70,3 +73,18 @@ def test_olah_reads_exactly_the_published_repositories(mirror):
     environment = mirror.run("systemctl show -p Environment --value olah.service").stdout.split()
     assert environment == ["GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory",
                            "GIT_CONFIG_VALUE_0=" + MIRRORED]
+
+
+def test_the_mirror_answers_the_fleets_hosts_alone(mirror):
+    """The mirror's socket admits localhost, the mirror's own addresses and the inference
+    hosts' (systemd's IP filter); this test's machine, the control node, is in no group of
+    the scenario: its connection to the mirror is dropped (it times out)."""
+    allowed = set(mirror.run("systemctl show -p IPAddressAllow --value olah-edge.socket").stdout.split())
+    own = mirror.run("hostname -I").stdout.split()
+    reached = [mirror.backend.ansible_runner.get_variables(name).get("ansible_host", name) for name in ("node1", "node2")]
+    nodes = [mirror.run("getent ahostsv4 %s" % name).stdout.split()[0] for name in reached]
+    expected = {"127.0.0.0/8", "::1/128"} | {a + ("/32" if "." in a else "/128") for a in own + nodes}
+    assert expected <= allowed and all(a.startswith("fe80:") for a in allowed - expected), allowed  # (own link-local)
+    assert mirror.run("curl -sf -o /dev/null http://127.0.0.1:8090/api/models/demo/tiny-gemma4/revision/" + PIN).rc == 0
+    with pytest.raises(socket.timeout):
+        socket.create_connection((own[0], 8090), timeout=5).close()
