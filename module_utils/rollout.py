@@ -124,10 +124,11 @@ def plan(hosts: list, serial, instances: dict, serving: list, min_serving: int, 
         raise RolloutError("vllm_fleet_rollout_serial: %s" % exc) from None
     planned = [[h for unit in batch for h in unit] for batch in unit_batches]
     serving_now = [h for h in instances if h in serving]
+    unseen = outside(hosts, instances)
     if not serving_now:
         return {"serial": [max(1, len(hosts))], "batches": [list(hosts)] if hosts else [],
                 "serving_instances": 0,
-                "reason": "no inference host serves yet: every host at once"}
+                "reason": "no inference host serves yet: every host at once" + unseen}
     total = sum(instances[h] for h in serving_now)
     problems = []
     for number, batch in enumerate(planned, 1):
@@ -145,5 +146,18 @@ def plan(hosts: list, serial, instances: dict, serving: list, min_serving: int, 
                            % ("; ".join(problems), min_serving, hint))
     return {"serial": [len(batch) for batch in planned], "batches": planned,
             "serving_instances": total,
-            "reason": "%d serving instance(s); at least %d serve during each batch%s"
-                      % (total, min_serving, "; each serving group in one batch" if groups else "")}
+            "reason": "%d serving instance(s); at least %d serve during each batch%s%s"
+                      % (total, min_serving, "; each serving group in one batch" if groups else "", unseen)}
+
+
+def outside(hosts: list, instances: dict) -> str:
+    """What a run over ``hosts`` cannot see of the fleet (``instances``' hosts): those outside
+    it (a --limit, a slice of AWX's job slicing) are counted as they served when the run
+    began; a run over them at the same time is not seen.  '' when the run holds them all."""
+    left = [h for h in instances if h not in hosts]
+    if not left:
+        return ""
+    named = ", ".join(left[:5]) + (" and %d more" % (len(left) - 5) if len(left) > 5 else "")
+    return ("; %d inference host(s) outside this run (%s) are counted as serving as they did when it began: "
+            "a change running on them at the same time (another --limit, another slice) is not seen, so keep "
+            "vllm_fleet_min_serving met by each slice alone" % (len(left), named))

@@ -2,7 +2,8 @@
 brings up (tools/demo.py: its hosts over SSH with the fleet's keys, the repository's
 ansible.cfg and its default inventory, inventories/demo), then what an operator runs
 next with that same configuration: site.yml again (changed=0), fleet_status.yml (a row
-per scraped instance) and diagnose.yml (every check ok).  tune.yml is not here: its
+per scraped instance), diagnose.yml (every check ok), and two runs over disjoint slices
+started together (each host's entries on the shared host written back, none lost).  tune.yml is not here: its
 "defaults" candidate (vLLM's own settings, compiled) fails on the demo fleet: torch's
 inductor cannot write /tmp/torchinductor_root/precompiled_headers (Permission denied) as
 the search's engine user, so the engine core exits in its warm-up.  Open.
@@ -14,6 +15,7 @@ and the demo itself.  tools/molecule_all.py runs it first beside molecule `serve
 was up before."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -116,3 +118,44 @@ def test_the_exporters_answer_the_monitoring_host_alone(demo):
                                          ("node2", "mirror", 9100), ("node2", "mirror", 9113)]}
     print(seen)
     assert [key for key, got in seen.items() if (got == "ok") != (key[0] != "node2")] == [], seen
+
+
+def test_two_slices_converge_at_once_and_lose_no_hosts_entries(demo):
+    """Two runs over disjoint slices of the fleet started together (AWX's job slicing, or two
+    control nodes each with its own --limit): node1's and node2's entries on the shared host
+    (the gateway's upstream files, Prometheus's target files) are taken away first, as if
+    never published; each slice's run writes back its own host's, neither loses the other's,
+    and a full run afterwards changes nothing."""
+    hosts = ("node1", "node2")
+    shared = {"/etc/nginx/vllm-fleet-upstreams/%s.conf": "# %s's instances",
+              "/etc/prometheus/file_sd/vllm/%s.json": '"host": "%s"',
+              "/etc/prometheus/file_sd/vllm_health/%s.json": '"host": "%s"',
+              "/etc/prometheus/file_sd/node/%s.json": '"host": "%s"'}
+    subprocess.run(["docker", "exec", "demo-mirror", "rm", "-f", *[p % h for p in shared for h in hosts]], check=True)
+    started = time.monotonic()
+    runs = {host: subprocess.Popen([str(BIN / "ansible-playbook"), "playbooks/site.yml", "--limit", host],
+                                   cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for host in hosts}
+    outputs = {host: run.communicate()[0] for host, run in runs.items()}
+    print("site.yml --limit node1 and --limit node2 at once: %.0fs" % (time.monotonic() - started))
+    for host, run in runs.items():
+        assert run.returncode == 0, (host, failures(outputs[host]))
+    written = {(path, host): subprocess.run(["docker", "exec", "demo-mirror", "cat", path % host],
+                                            capture_output=True, text=True).stdout
+               for path in shared for host in hosts}
+    assert [key for key, text in written.items() if shared[key[0]] % key[1] not in text] == [], written
+    assert subprocess.run(["docker", "exec", "demo-mirror", "nginx", "-t", "-q"]).returncode == 0
+    query = ("import json, urllib.request\nurl = 'http://127.0.0.1:9090/api/v1/targets?state=active'\n"
+             "targets = json.load(urllib.request.urlopen(url, timeout=5))['data']['activeTargets']\n"
+             "print(json.dumps(sorted({(t['labels']['job'], t['labels'].get('host', '')) for t in targets})))")
+    want = {(job, host) for job in ("vllm", "vllm_health", "node") for host in hosts}
+    for _ in range(30):
+        seen = {tuple(t) for t in json.loads(subprocess.run(["docker", "exec", "demo-mirror", "python3", "-c", query],
+                                                            capture_output=True, text=True).stdout)}
+        if want <= seen:
+            break
+        time.sleep(1)
+    assert want <= seen, sorted(want - seen)
+    rc, output = playbook("site.yml")
+    assert rc == 0, failures(output)
+    assert recap_changed(output) == {"mirror": 0, "node1": 0, "node2": 0}, output[-3000:]

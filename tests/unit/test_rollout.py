@@ -63,6 +63,17 @@ def test_hosts_outside_the_limit_serve_during_the_batches():
     assert plan(["n1"], ["100%"], {"n1": 1, "n2": 1, "n3": 1}, ["n1", "n2", "n3"], 2)["batches"] == [["n1"]]
 
 
+def test_a_run_over_part_of_the_fleet_says_what_it_cannot_see():
+    instances = {"n%d" % i: 1 for i in range(1, 9)}
+    reason = plan(["n1"], ["100%"], instances, list(instances), 2)["reason"]
+    assert reason.endswith("; 7 inference host(s) outside this run (n2, n3, n4, n5, n6 and 2 more) are counted as "
+                           "serving as they did when it began: a change running on them at the same time "
+                           "(another --limit, another slice) is not seen, so keep vllm_fleet_min_serving met by "
+                           "each slice alone"), reason
+    assert "outside this run" in plan(["n1"], [1], {"n1": 1, "n2": 1}, [], 1)["reason"]
+    assert "outside" not in plan(["n1", "n2"], [1], {"n1": 1, "n2": 1}, ["n1", "n2"], 1)["reason"]
+
+
 def test_hosts_that_do_not_serve_yet_take_nothing_out():
     # n3 is new: the batch with it takes only n2 out of rotation
     result = plan(["n2", "n3"], [2], {"n1": 1, "n2": 1, "n3": 1}, ["n1", "n2"], 1)
