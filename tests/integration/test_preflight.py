@@ -26,6 +26,10 @@ REFUSALS = {
                                             "path",
     "mirror-root-with-a-specifier": "hf_mirror_root: '/var/lib/olah-%H' is not an absolute path",
     "mirror-admits-a-name": "hf_mirror_allow: control.example.com is not an IPv4 or IPv6 address or prefix",
+    "mirror-listens-on-two-lines": "hf_mirror_listen: 0.0.0.0:8090\nExecStartPre=/bin/true is not an IPv4 or IPv6 "
+                                   "address",
+    "mirror-backend-on-the-mirrors-port": "hf_mirror_port and hf_mirror_backend_port: both 8090; olah listens on "
+                                          "its own port behind the mirror's socket",
     # The instances of a host, checked against the plan and the host before anything runs.
     "instances-share-a-gpu": "preflight_instances[1] (second): device 0 is also first's; two instances cannot "
                              "share a GPU",
