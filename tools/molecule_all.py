@@ -15,16 +15,21 @@ engines under load.
 
 Each line a scenario prints is printed as it comes, behind the scenario's name; each
 scenario has a time limit (--limit, seconds), past which it is stopped and counted as
-failed.  The exit status is non-zero when any scenario failed.  MOLECULE names another
-molecule command (the unit tests give a stand-in).
+failed.  The exit status is non-zero when any scenario failed.  At the end, after each
+scenario's time, come the last lines that say why each failed scenario failed (an
+Ansible `fatal:`, a pytest `E ` or `FAILED` line), so that the last screen of a long run
+(what CI keeps) shows the cause, not just the name.  MOLECULE names another molecule command
+(the unit tests give a stand-in).
 
     molecule_all.py [--jobs 1|2] [--limit SECONDS] SCENARIO ...
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +49,12 @@ ALONE = ("os_tuning",)
 # Jobs that are not molecule scenarios: their command line.
 COMMANDS = {"operator": [sys.executable, "-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", "tests/operator"]}
 PRINT = threading.Lock()
+# A line that says why a scenario failed: Ansible's task failure, pytest's assertion and
+# its summary, a Python exception; the last CAUSES of them are kept (Ansible stops at the
+# failure that counts, after any it ignored; pytest summarises last), each cut at WIDTH.
+CAUSE = re.compile(r"^(fatal: |failed: |FAILED |ERROR |E  +\S|[A-Za-z.]*(Error|Exception): )")
+CAUSES = 6
+WIDTH = 400
 
 
 def say(scenario: str, line: str) -> None:
@@ -56,9 +67,10 @@ def verdict(scenario: str, rc: int, took: float) -> str:
     return "molecule scenario %s: %ds%s" % (scenario, took, "" if rc == 0 else " (FAILED, rc %d)" % rc)
 
 
-def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float]:
+def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float, list[str]]:
     """`molecule test -s SCENARIO` (or the job's command), its output streamed; stopped
-    (rc 124) past ``limit``."""
+    (rc 124) past ``limit``.  Returns the scenario, its exit status, its seconds and the
+    last lines that say why it failed."""
     started = time.monotonic()
     process = subprocess.Popen(COMMANDS.get(scenario, [molecule, "test", "-s", scenario]), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
@@ -81,15 +93,18 @@ def run(scenario: str, molecule: str, limit: float) -> tuple[str, int, float]:
 
     timer = threading.Timer(limit, stop)
     timer.start()
+    causes: collections.deque[str] = collections.deque(maxlen=CAUSES)
     for line in process.stdout:
         say(scenario, line)
+        if CAUSE.match(line):
+            causes.append(line.rstrip("\n")[:WIDTH])
     rc = process.wait()
     timer.cancel()
     if expired.is_set():
         rc = 124
     took = time.monotonic() - started
     say(scenario, verdict(scenario, rc, took))
-    return scenario, rc, took
+    return scenario, rc, took, list(causes)
 
 
 def plan(scenarios: list[str]) -> tuple[list[str], list[str]]:
@@ -119,9 +134,14 @@ def main(argv: list[str] | None = None) -> int:
             others = pool.submit(lambda: [run(s, molecule, args.limit) for s in order[1:]])
             results = [f.result() for f in head] + others.result()
     results += [run(s, molecule, args.limit) for s in alone]
-    for scenario, rc, took in results:
+    for scenario, rc, took, _causes in results:
         print(verdict(scenario, rc, took))
-    failed = [scenario for scenario, rc, _took in results if rc != 0]
+    failed = [scenario for scenario, rc, _took, _causes in results if rc != 0]
+    for scenario, rc, _took, causes in results:
+        if rc != 0:
+            print("%s failed; the last lines that say why:" % scenario)
+            for line in causes or ["(none printed: read the scenario's lines above)"]:
+                print("  " + line)
     print("molecule: %d scenario(s), %s" % (len(results), "failed: " + ", ".join(failed) if failed else "all passed"),
           flush=True)
     return 1 if failed else 0

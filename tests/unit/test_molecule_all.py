@@ -20,10 +20,13 @@ def test_serve_starts_first_the_operator_beside_it_the_rest_keep_their_order_and
 
 def fake_molecule(tmp_path: Path) -> Path:
     """A `molecule test -s NAME` that prints two lines a second apart, sleeps for ever
-    when NAME is `hangs` and fails when NAME is `fails`."""
+    when NAME is `hangs` and, when NAME is `fails`, prints Ansible's failure of a task it
+    ignored, then of one that stops it, and fails."""
     script = tmp_path / "molecule"
     script.write_text("#!/bin/sh\necho \"$3 begins\"\nsleep 1\necho \"$3 ends\"\n"
-                      "[ \"$3\" = hangs ] && exec sleep 600\n[ \"$3\" = fails ] && exit 3\nexit 0\n")
+                      "[ \"$3\" = hangs ] && exec sleep 600\n"
+                      "[ \"$3\" = fails ] && printf '%s\\n' 'fatal: [a]: FAILED! => ignored' '...ignoring' "
+                      "'fatal: [b]: FAILED! => {\"msg\": \"why\"}' && exit 3\nexit 0\n")
     script.chmod(0o755)
     return script
 
@@ -42,6 +45,15 @@ def test_each_line_comes_behind_its_scenario_and_a_failure_is_counted(tmp_path):
     assert "[fails] fails ends" in lines
     assert lines[-1] == "molecule: 2 scenario(s), failed: fails"
     assert run.returncode == 1
+
+
+def test_the_last_screen_says_why_a_scenario_failed(tmp_path):
+    """CI keeps the end of a long run: a failure printed 40 minutes earlier is not on it."""
+    run, _took = run_tool(tmp_path, "--jobs", "1", "fails", "passes")
+    assert run.stdout.splitlines()[-4:-1] == [
+        "fails failed; the last lines that say why:",
+        "  fatal: [a]: FAILED! => ignored",
+        '  fatal: [b]: FAILED! => {"msg": "why"}']
 
 
 def test_os_tuning_runs_when_every_other_scenario_has_ended(tmp_path):
