@@ -56,6 +56,30 @@ options:
     description: Run levels above the plan's concurrency.
     type: bool
     default: false
+  request_rate:
+    description:
+      - Open-loop levels instead of O(concurrency), in requests per second; each is the capacity search's point
+        (Poisson arrivals, lengths within 25 % of O(input_len) and O(output_len), every request's figures saved).
+    type: list
+    elements: raw
+    default: []
+  seed:
+    description: The first closed-loop level's seed (each level adds its concurrency); an open-loop point's seed
+      is made from it and the rate.
+    type: raw
+    default: 0
+  ramp_s:
+    description: Seconds of each open-loop point's arrivals left out of its figures.
+    type: raw
+    default: 20
+  window_s:
+    description: Seconds of each open-loop point's arrivals measured.
+    type: raw
+    default: 90
+  dataset:
+    description: Whether the prompts come from a dataset file (closed-loop levels only).
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -84,7 +108,8 @@ targets:
   elements: dict
   sample: [{name: gateway, url: "https://gw-1:443"}]
 levels:
-  description: Each level's C(concurrency) and C(prompts).
+  description: Each level's C(name) (C(c4), C(r0.5)), its C(concurrency) or C(rate) and its own C(args), the flags of
+    C(vllm bench serve) that make it.
   returned: success
   type: list
   elements: dict
@@ -114,13 +139,19 @@ def main():
             gateway=dict(type="str", default=""),
             instances=dict(type="list", elements="dict", default=[]),
             allow_overload=dict(type="bool", default=False),
+            request_rate=dict(type="list", elements="raw", default=[]),
+            seed=dict(type="raw", default=0),
+            ramp_s=dict(type="raw", default=20),
+            window_s=dict(type="raw", default=90),
+            dataset=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
         result = plan(p["label"], p["concurrency"], p["input_len"], p["output_len"], p["prompts_per_level"],
-                      p["plans"], p["gateway"], p["instances"], p["allow_overload"])
+                      p["plans"], p["gateway"], p["instances"], p["allow_overload"], request_rate=p["request_rate"],
+                      seed=p["seed"], ramp_s=p["ramp_s"], window_s=p["window_s"], dataset=p["dataset"])
     except BenchError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

@@ -9,9 +9,10 @@ DOCUMENTATION = r"""
 module: benchmark_report
 short_description: Summarise, plot and tabulate the JSON results of vllm bench serve
 description:
-  - Reads every C(<label>--<target>--c<concurrency>.json) under O(folder), writes O(summary) (every point and
-    the series per label and target) and O(plot) (output tokens/s and p99 time to first token against
-    concurrency, one line per label and target; matplotlib) and returns a printable table.
+  - Reads every C(<label>--<target>--c<concurrency>.json) and C(<label>--<target>--r<rate>.json) under
+    O(folder), judges each open-loop point against O(slo), writes O(summary) (every point and the series per
+    label and target) and O(plot) (output tokens/s and p99 time to first token against the level, one line
+    per label, target and kind; matplotlib) and returns a printable table.
   - Runs on the control node.  Reports a change when it wrote the files; in check mode it reads and
     tabulates, and writes nothing.
 version_added: "0.1.0"
@@ -31,6 +32,16 @@ options:
     description: The PNG to write.
     type: path
     required: true
+  slo:
+    description:
+      - The objective each open-loop point is judged against over its window (C(ttft_p99_s), C(tpot_mean_ms)), as
+        the capacity search judges; empty to report their figures alone.
+    type: dict
+    default: {}
+  ramp_s:
+    description: Seconds of each open-loop point's arrivals left out of its judgement (as they were run).
+    type: float
+    default: 20
 attributes:
   check_mode:
     support: full
@@ -75,12 +86,15 @@ def main():
             folder=dict(type="path", required=True),
             summary=dict(type="path", required=True),
             plot=dict(type="path", required=True),
+            slo=dict(type="dict", default={}),
+            ramp_s=dict(type="float", default=20.0),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
-        result = report(p["folder"], p["summary"], p["plot"], write=not module.check_mode)
+        result = report(p["folder"], p["summary"], p["plot"], write=not module.check_mode, slo=p["slo"],
+                        ramp_s=p["ramp_s"])
     except BenchError as exc:
         module.fail_json(msg=str(exc))
     except ImportError as exc:

@@ -51,6 +51,16 @@ def test_benchmark_writes_the_results_a_summary_and_a_plot(host, tmp_path):
     rc, output = playbook("benchmark.yml", *small, "-e", '{"benchmark_concurrency": [1]}',
                           "-e", "benchmark_target=instances")
     assert rc == 0, output[-4000:]
+    # open loop: the capacity search's point (Poisson arrivals at 2 requests/s), judged
+    rates = {"benchmark_label": "rates", "benchmark_request_rate": [2], "benchmark_ramp_s": 2,
+             "benchmark_window_s": 15, "benchmark_slo": {"ttft_p99_s": 10, "tpot_mean_ms": 1000}}
+    rc, open_output = playbook("benchmark.yml", *small, "-e", json.dumps(rates))
+    assert rc == 0, open_output[-4000:]
+    rate_point = json.loads((tmp_path / "rates" / "rates--gateway--r2.json").read_text())
+    assert rate_point["request_rate"] == 2 and len(rate_point["start_times"]) == 34
+    table = next(iter(printed(open_output, "benchmark : Print the table").values()))
+    assert [row.split()[2] for row in table if row.startswith("rates ")] == ["r2"]
+    assert [row for row in table if row.startswith("rates ")][0].endswith("  holds"), table
     # the key the requests carried was in a 0600 file of the run alone
     assert not other(host, "node1").file("/tmp/vllm-fleet-bench/plan/key").exists
     results = sorted(p.name for p in (tmp_path / "plan").iterdir())
@@ -60,11 +70,12 @@ def test_benchmark_writes_the_results_a_summary_and_a_plot(host, tmp_path):
         result = json.loads((tmp_path / "plan" / name).read_text())
         assert result["completed"] >= 4 and result["failed"] == 0, (name, result.get("errors"))
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert sorted(summary["series"]) == ["plan gateway", "plan node1.main", "plan node2.main"]
+    assert sorted(summary["series"]) == ["plan gateway", "plan node1.main", "plan node2.main",
+                                         "rates gateway open-loop"]
     assert [point[0] for point in summary["series"]["plan gateway"]] == [1, 2]
     image = matplotlib.image.imread(str(tmp_path / "benchmark.png"))
     assert image.shape[0] > 300 and image[..., :3].std() > 0.05
-    print("benchmark table:\n" + "\n".join(next(iter(printed(output, "benchmark : Print the table").values()))))
+    print("benchmark table:\n" + "\n".join(table))
 
 
 def test_a_healthy_fleet_is_all_good(host):
