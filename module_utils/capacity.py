@@ -124,22 +124,29 @@ def judge(result: dict, rate: float, slo: dict, *, ramp_s: float = RAMP_S, kept_
 
 
 def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int = 3,
-         known: tuple = (None, None)) -> dict:
+         known: tuple = (None, None), recheck_first: bool = True) -> dict:
     """The highest passing rate.  ``measure(rate) -> judged point``.  Upward through
     ``grid`` until a point fails; then bisection between the last pass and the first
     failure until they are within ``resolution`` (relative).  When the grid's first rate
     fails, halve it (at most ``halvings`` times) to find a pass first.  ``known``: a
     passing and a failing rate measured before (earlier starts of the same configuration):
     the search begins from that bracket, measuring no grid rate outside it (the caller
-    records which bounds were known).  Returns the capacity (0.0 when nothing passed),
-    the bracket, every point in the order run, and ``held_at_top`` when the whole grid
-    passed (capacity is at least that)."""
+    records which bounds were known).  ``recheck_first``: the first point measured, when it
+    fails, is measured once more (``again`` in the second) and the second counts: on the
+    H200 the first point after an engine's warm-up failed on stalls of the whole engine
+    that no later point showed (bench/results/h200-capacity/, run 10), so a failure on an
+    engine's first measured traffic is not trusted alone.  Returns the capacity (0.0 when
+    nothing passed), the bracket, every point in the order run, and ``held_at_top`` when
+    the whole grid passed (capacity is at least that)."""
     points, grid = [], sorted(grid)
     passed, failed = known
 
     def run(rate):
         point = measure(rate)
         points.append(point)
+        if recheck_first and len(points) == 1 and not point["meets_slo"]:
+            point = dict(measure(rate), again=True)
+            points.append(point)
         return point["meets_slo"]
 
     for rate in [r for r in grid if (passed is None or r > passed) and (failed is None or r < failed)]:

@@ -109,16 +109,35 @@ def test_the_search_climbs_the_grid_then_bisects_to_its_resolution():
 
 def test_a_first_rate_that_fails_is_halved_and_a_grid_that_holds_is_a_lower_bound():
     found = capacity.find(threshold(0.6), [2, 4])
-    assert [p["rate"] for p in found["points"]][:3] == [2, 1.0, 0.5]
+    assert [p["rate"] for p in found["points"]][:4] == [2, 2, 1.0, 0.5]
     assert 0.5 <= found["capacity"] <= 0.6
     assert capacity.find(threshold(0.01), [2], halvings=2)["capacity"] == 0.0
     top = capacity.find(threshold(100), [1, 2])
     assert top["capacity"] == 2 and top["held_at_top"] is True and top["first_failure"] is None
 
 
+def test_a_first_point_that_fails_is_measured_again_before_it_counts():
+    """Run 10: the first point after the warm-up failed on stalls of the whole engine that
+    no later point showed.  An engine that stalls only on its first measured traffic gets
+    its capacity; one that fails twice is bounded there, one point later."""
+    calls = []
+
+    def stalls_once(rate):
+        calls.append(rate)
+        return {"rate": rate, "meets_slo": len(calls) > 1 and rate <= 0.7, "in_flight": rate}
+    found = capacity.find(stalls_once, [0.6, 0.75], known=(None, 0.85))
+    assert [(p["rate"], p.get("again", False)) for p in found["points"]][:3] == [
+        (0.6, False), (0.6, True), (0.75, False)]
+    assert found["capacity"] >= 0.6 and found["first_failure"] <= 0.75
+    twice = capacity.find(threshold(0.5), [0.6, 0.75])
+    assert [p["rate"] for p in twice["points"]][:3] == [0.6, 0.6, 0.3]
+    # a first point that holds is not measured again
+    assert [p["rate"] for p in capacity.find(threshold(0.7), [0.6, 0.75])["points"]][:2] == [0.6, 0.75]
+
+
 def test_a_bracket_measured_before_is_where_the_search_begins():
     """Run 5 held 5.5, run 3 failed 6.5: this start measures only inside that bracket."""
-    found = capacity.find(threshold(5.8), [5.0, 6.0, 7.0], known=(5.5, 6.5))
+    found = capacity.find(threshold(5.8), [5.0, 6.0, 7.0], known=(5.5, 6.5), recheck_first=False)
     assert [p["rate"] for p in found["points"]] == [6.0, 5.75]
     assert found["capacity"] == 5.75 and found["first_failure"] == 6.0
     held = capacity.find(threshold(6.4), [6.0], known=(5.5, 6.5))
