@@ -718,7 +718,8 @@ def _capacity(result: dict, shape: Shape, groups, group_size: int, available: in
     instance = capacity_model.capacity(costs, workload, slo, held)
     host = round(instance["requests_per_s"] * result["replicas"], 2)
     found = {"per_instance": instance, "per_host_requests_per_s": host, "kv_requests": round(held, 1),
-             "operands": costs["operands"], "calibration": capacity_model.CALIBRATION["measured_on"]}
+             "operands": costs["operands"], "calibration": capacity_model.CALIBRATION["measured_on"],
+             "step_costs": {term: costs[term] for term in ("a", "r", "c")}}
     if fleet_rate:
         found["fleet"] = {"request_rate": fleet_rate,
                           "hosts_needed": math.ceil(fleet_rate / host) if host else None}

@@ -56,8 +56,7 @@ def test_the_step_model_gives_the_h200_open_loop_figures(workload, rate, tpot_ms
     within 17 % (the worst: 8192/256 at 0.581, -15 % and -16 %).  The p99 TTFT's queue model
     errs on the safe side, up to 2.1 times the measured figure (at 8192/256 the p99 of about
     50 requests is their slowest; at 0.3 it is 7 % below it)."""
-    planned = h200_plan(workload=workload)
-    costs = capacity_model.step_costs(planned, "NVIDIA H200", _kv_read, workload)
+    costs = h200_plan(workload=workload)["capacity"]["step_costs"]
     predicted = capacity_model.at_rate(costs, workload, rate)
     assert predicted["tpot"] * 1000 == pytest.approx(tpot_ms, rel=0.17)
     assert predicted["in_flight"] == pytest.approx(in_flight, rel=0.17)
@@ -66,14 +65,8 @@ def test_the_step_model_gives_the_h200_open_loop_figures(workload, rate, tpot_ms
 
 def test_one_request_decodes_at_the_h200_closed_loop_step():
     """read_weights: one request alone, closed loop (bench/results/h200/serving.json): 13.00 ms."""
-    costs = capacity_model.step_costs(h200_plan(workload=SHORT), "NVIDIA H200", _kv_read, SHORT)
+    costs = h200_plan(workload=SHORT)["capacity"]["step_costs"]
     assert (costs["a"] + costs["r"]) * 1000 == pytest.approx(13.00, rel=0.05)
-
-
-def _kv_read(ctx):
-    """What the planner hands the model: every layer's KV bytes, sliding ones up to 1,024."""
-    per_token_layer = 16384       # Gemma-4-31B: bf16 K and V of each layer, per token, TP 1
-    return per_token_layer * (10 * ctx + 50 * min(ctx, 1024))
 
 
 def test_the_plan_states_what_an_h200_holds_at_the_slo():
