@@ -12,6 +12,8 @@ vLLM's own start-up figures beside the planner's, and `vllm bench serve` against
   gpu_rehearsal.py tune --out DIR [--budget-seconds S]  # the SLO search (module_utils/tuning.py): tune.json
   gpu_rehearsal.py tune-plot --out DIR             # DIR/tune-run*.json: every start's points, tune.png + table
   gpu_rehearsal.py capacity --out DIR [--set K=V] --workload 1024/256 8192/256  # capacity at SLO, open-loop
+  gpu_rehearsal.py capacity-plot --out DIR         # DIR's runs against the plan's model: table + capacity.png
+  gpu_rehearsal.py capacity-fit --out DIR          # the model's prefill/read_kv grid against DIR's runs
 
 Each bench start gets a fresh cache folder laid out as vllm@.service lays it out (HOME,
 XDG_CACHE_HOME, VLLM_CACHE_ROOT, TRITON_CACHE_DIR), so its start-up is a cold one;
@@ -40,7 +42,7 @@ import ansible.module_utils
 ROOT = Path(__file__).resolve().parent.parent
 # `ansible.module_utils.<name>` finds the project's module_utils/<name>.py, as in Ansible.
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
-from ansible.module_utils import capacity, gpu_facts, tuning, tuning_host  # noqa: E402
+from ansible.module_utils import capacity, capacity_model, gpu_facts, tuning, tuning_host  # noqa: E402
 from ansible.module_utils.vllm_config import check_with_vllm, render  # noqa: E402
 from ansible.module_utils.vllm_log import parse_startup_log, replay  # noqa: E402
 from ansible.module_utils.vllm_planner import plan  # noqa: E402
@@ -474,6 +476,136 @@ def tune_plot(args) -> None:
     print("\n".join(tuning.table(summary)))
 
 
+def measured_points(folder: Path) -> dict:
+    """"IN/OUT" -> every open-loop point of the runs in ``folder``, each with its run: from
+    run<N>-capacity.json, or, where a run's file did not come back, from the points its
+    driver printed (run<N>-driver.txt: a workload's points come before its summary line)."""
+    found: dict = {}
+
+    def add(run: str, workload: dict, point: dict) -> None:
+        found.setdefault("%d/%d" % (workload["input_len"], workload["output_len"]), []).append(dict(point, run=run))
+    for path in sorted(folder.glob("run*-capacity.json")):
+        run = path.name.split("-")[0]
+        for search in json.loads(path.read_text())["searches"]:
+            for point in search["points"]:
+                add(run, search["workload"], point)
+    for path in sorted(folder.glob("run*-driver.txt")):
+        run = path.name.split("-")[0]
+        if (folder / ("%s-capacity.json" % run)).exists():
+            continue
+        waiting = []
+        for line in path.read_text().splitlines():
+            if not line.startswith("{"):
+                continue
+            item = json.loads(line)
+            if "rate" in item:
+                waiting.append(item)
+            elif "workload" in item:
+                for point in waiting:
+                    add(run, item["workload"], point)
+                waiting = []
+    return found
+
+
+def capacity_plot(args) -> None:
+    """What the plan's capacity model (module_utils/capacity_model.py, through the planner)
+    predicts at every measured open-loop point of DIR's runs, beside what was measured: a
+    table (capacity-table.md) and capacity.png (p99 TTFT and mean TPOT against the rate,
+    one column per workload, the SLO and the plan's capacity marked).  No GPU needed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
+    model = json.loads((MODELS / "gemma-4-31B-it-FP8-block.json").read_text())
+    model.pop("_comment", None)
+    recorded = json.loads((ROOT / "tests" / "fixtures" / "nvml" / "h200-1gpu-recorded.json").read_text())
+    hardware = gpu_facts.build_facts(recorded)["gpus"]
+    found = measured_points(args.out)
+    rows = ["| in / out | run | requests/s | mean TPOT ms | p99 TTFT ms | in flight | verdict |",
+            "|---|---|---|---|---|---|---|"]
+    fig, axes = plt.subplots(2, len(found), figsize=(5.5 * len(found), 7.5), squeeze=False)
+    for column, (shape, points) in enumerate(sorted(found.items(), key=lambda item: int(item[0].split("/")[0]))):
+        inp, out = (int(x) for x in shape.split("/"))
+        workload = {"input_len": inp, "output_len": out, "target_concurrency": args.target}
+        planned = plan(model, hardware, max_model_len=32768, engine_version="0.25.1", slo=slo, workload=workload)
+        costs, limit = planned["capacity"]["step_costs"], planned["capacity"]["per_instance"]
+        for point in sorted(points, key=lambda p: p["rate"]):
+            predicted = capacity_model.at_rate(costs, workload, point["rate"])
+            figures = [("%.1f" % point["mean_tpot_ms"], predicted["tpot"] and "%.1f" % (predicted["tpot"] * 1000)),
+                       ("%.0f" % point["p99_ttft_ms"], predicted["ttft_p99"] and "%.0f" % (predicted["ttft_p99"] * 1000)),
+                       ("%.1f" % point["in_flight"], predicted["in_flight"] and "%.1f" % predicted["in_flight"])]
+            rows.append("| %s | %s | %g | %s | %s |" % (
+                shape.replace("/", " / "), point["run"], point["rate"],
+                " | ".join("%s / %s" % (m, p or "-") for m, p in figures),
+                "holds" if point["meets_slo"] else "fails"))
+        top = max(p["rate"] for p in points) * 1.1
+        rates = [top * i / 200 for i in range(1, 201)]
+        model_at = [capacity_model.at_rate(costs, workload, r) for r in rates]
+        for row, key, scale, objective, label in ((0, "p99_ttft_ms", 1000, slo["ttft_p99_s"] * 1000, "p99 TTFT (ms)"),
+                                                  (1, "mean_tpot_ms", 1000, slo["tpot_mean_ms"], "mean TPOT (ms)")):
+            axis = axes[row][column]
+            model_key = "ttft_p99" if row == 0 else "tpot"
+            axis.plot([r for r, f in zip(rates, model_at) if f[model_key]],
+                      [f[model_key] * scale for f in model_at if f[model_key]], color="gray", label="the plan's model")
+            for held, marker, name in ((True, "o", "measured, holds"), (False, "x", "measured, fails")):
+                chosen = [p for p in points if p["meets_slo"] is held]
+                axis.scatter([p["rate"] for p in chosen], [p[key] for p in chosen], marker=marker, s=40, label=name)
+            axis.axhline(objective, color="red", linestyle="--", label="SLO")
+            axis.axvline(limit["requests_per_s"], color="gray", linestyle=":",
+                         label="plan: %.2f req/s" % limit["requests_per_s"])
+            axis.set_yscale("log")
+            axis.set(xlabel="requests/s (Poisson arrivals)", ylabel=label, title="%s in / out" % shape)
+            axis.grid(True, alpha=0.3)
+            axis.legend(fontsize=7)
+    fig.suptitle("Capacity at SLO, Gemma-4-31B FP8-block (realistic weights), vLLM 0.25.1 defaults, one H200")
+    fig.tight_layout()
+    fig.savefig(args.out / "capacity.png", dpi=100)
+    (args.out / "capacity-table.md").write_text("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
+def capacity_fit(args) -> None:
+    """How capacity_model.CALIBRATION's prefill and read_kv were chosen: for each pair of a
+    grid, the largest error of the mean TPOT and of the requests in flight over every passing
+    point of DIR's runs, and the capacity the plan then states per workload (capacity-fit.md)."""
+    slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
+    model = json.loads((MODELS / "gemma-4-31B-it-FP8-block.json").read_text())
+    model.pop("_comment", None)
+    recorded = json.loads((ROOT / "tests" / "fixtures" / "nvml" / "h200-1gpu-recorded.json").read_text())
+    hardware = gpu_facts.build_facts(recorded)["gpus"]
+    found = measured_points(args.out)
+    shapes = sorted(found, key=lambda shape: int(shape.split("/")[0]))
+    rows = ["| prefill | read_kv | largest TPOT error | largest in-flight error | %s |"
+            % " | ".join("capacity %s (highest pass / first failure)" % shape for shape in shapes),
+            "|---|---|---|---|" + "---|" * len(shapes)]
+    saved = dict(capacity_model.CALIBRATION)
+    try:
+        for prefill in (0.577, 0.55, 0.5, 0.45, 0.4):
+            for read_kv in (0.75, 0.8, 0.9, 1.0):
+                capacity_model.CALIBRATION.update(prefill=prefill, read_kv=read_kv)
+                tpot, flight, caps = 0.0, 0.0, []
+                for shape in shapes:
+                    inp, out = (int(x) for x in shape.split("/"))
+                    workload = {"input_len": inp, "output_len": out, "target_concurrency": args.target}
+                    planned = plan(model, hardware, max_model_len=32768, engine_version="0.25.1", slo=slo,
+                                   workload=workload)
+                    for point in (p for p in found[shape] if p["meets_slo"]):
+                        predicted = capacity_model.at_rate(planned["capacity"]["step_costs"], workload, point["rate"])
+                        tpot = max(tpot, abs(predicted["tpot"] * 1000 / point["mean_tpot_ms"] - 1))
+                        flight = max(flight, abs(predicted["in_flight"] / point["in_flight"] - 1))
+                    held = max(p["rate"] for p in found[shape] if p["meets_slo"])
+                    failed = min((p["rate"] for p in found[shape] if not p["meets_slo"]), default=None)
+                    caps.append("%.2f (%g / %s)" % (planned["capacity"]["per_instance"]["requests_per_s"], held,
+                                                    "-" if failed is None else "%g" % failed))
+                rows.append("| %g | %g | %.0f %% | %.0f %% | %s |" % (prefill, read_kv, tpot * 100, flight * 100,
+                                                                     " | ".join(caps)))
+    finally:
+        capacity_model.CALIBRATION.clear()
+        capacity_model.CALIBRATION.update(saved)
+    (args.out / "capacity-fit.md").write_text("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
 def roofline(args) -> None:
     """Concurrency-1 decode against the HBM bound: weights read once per generated token."""
     bandwidth = copy_bandwidth()
@@ -550,7 +682,7 @@ def repeats(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["calibrate", "bench", "roofline", "plot", "table", "repeats", "tune",
-                                         "tune-plot", "capacity"])
+                                         "tune-plot", "capacity", "capacity-plot", "capacity-fit"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--models", type=Path, default=Path("/tmp/gpu-rehearsal-models"))
     parser.add_argument("--eager", action="store_true", help="calibrate with --enforce-eager")
@@ -597,7 +729,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     {"calibrate": calibrate, "bench": bench, "roofline": roofline, "plot": plot,
      "table": table, "repeats": repeats, "tune": tune,
-     "tune-plot": tune_plot, "capacity": capacity_run}[args.mode](args)
+     "tune-plot": tune_plot, "capacity": capacity_run, "capacity-plot": capacity_plot,
+     "capacity-fit": capacity_fit}[args.mode](args)
 
 
 if __name__ == "__main__":
