@@ -29,6 +29,8 @@ RANGE_RATIO = 0.25
 RAMP_S = 20.0
 WINDOW_S = 90.0
 RESOLUTION = 0.05
+# Completed requests a window needs before its p99 is judged.
+MIN_JUDGED = 20
 
 
 class CapacityError(ValueError):
@@ -84,7 +86,7 @@ def judge(result: dict, rate: float, slo: dict, *, ramp_s: float = RAMP_S, kept_
     sent_rate = (len(sent) - 1) / (last - first) if last > first else 0.0
     window = [r for r in requests if r["start"] >= first + ramp_s]
     done = [r for r in window if r["ok"]]
-    if len(done) < 20:
+    if len(done) < MIN_JUDGED:
         raise CapacityError("%d completed requests after the %g s ramp: too few to judge a p99 (send more "
                             "prompts or a longer window)" % (len(done), ramp_s))
     begin, end = min(r["start"] for r in window), max(r["start"] for r in window)

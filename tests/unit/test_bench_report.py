@@ -37,10 +37,10 @@ def test_the_gateway_is_one_target_with_the_whole_fleets_concurrency():
 def test_a_request_rate_is_the_capacity_searchs_open_loop_point():
     """The same flags as playbooks/tune.yml's search (capacity.bench_args), no concurrency
     cap and no warm-up copies; the overload check is the judgement's, afterwards."""
-    result = bench(request_rate=[0.5, 2], concurrency=[64], seed=3, ramp_s=5, window_s=20)
+    result = bench(request_rate=[0.5, 2], concurrency=[64], seed=3, ramp_s=5, window_s=60)
     assert [(level["name"], level["rate"]) for level in result["levels"]] == [("r0.5", 0.5), ("r2", 2)]
     assert result["levels"][1]["args"] == capacity.bench_args({"input_len": 32, "output_len": 8}, 2,
-                                                              capacity.seed(3, 2), ramp_s=5, window_s=20)
+                                                              capacity.seed(3, 2), ramp_s=5, window_s=60)
     assert "--request-rate" in result["levels"][1]["args"] and "--max-concurrency" not in result["levels"][1]["args"]
 
 
@@ -59,7 +59,10 @@ def test_each_instance_is_reached_where_its_host_reaches_it():
     ({"concurrency": [0]}, "benchmark_concurrency: [0] is not a list of whole numbers > 0"),
     ({"output_len": "256"}, "benchmark_output_len: '256' is not a whole number > 0"),
     ({"gateway": "", "instances": []}, "benchmark_target: instances, and this host has no planned instance"),
-    ({"request_rate": [1, "2/s"]}, "benchmark_request_rate: [1, '2/s'] is not a list of requests per second > 0"),
+    ({"request_rate": [1, "2/s"]}, "benchmark_request_rate: [1, '2/s'] is not a list of requests per second from"),
+    ({"request_rate": [1e-05]}, "benchmark_request_rate: [1e-05] is not a list of requests per second from 0.001"),
+    ({"request_rate": [0.2, 1], "window_s": 90}, "benchmark_window_s: 90 s at 0.2 requests/s is 18 requests; a "
+                                                "point needs at least 20"),
     ({"request_rate": [1], "window_s": 0}, "benchmark_window_s: 0 is not a number of seconds >= 1"),
     ({"request_rate": [1], "dataset": True}, "benchmark_dataset: open-loop points (benchmark_request_rate) draw"),
     ({"seed": -1}, "benchmark_seed: -1 is not a whole number >= 0"),
