@@ -507,6 +507,19 @@ def measured_points(folder: Path) -> dict:
     return found
 
 
+def recorded_h200_plan(args, shape: str) -> tuple:
+    """The workload of ``shape`` ("IN/OUT") and the plan the runs are compared with: the
+    FP8-block checkpoint on the recorded H200, vLLM 0.25.1, the SLO of args."""
+    slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
+    model = json.loads((MODELS / "gemma-4-31B-it-FP8-block.json").read_text())
+    model.pop("_comment", None)
+    recorded = json.loads((ROOT / "tests" / "fixtures" / "nvml" / "h200-1gpu-recorded.json").read_text())
+    inp, out = (int(x) for x in shape.split("/"))
+    workload = {"input_len": inp, "output_len": out, "target_concurrency": args.target}
+    return workload, plan(model, gpu_facts.build_facts(recorded)["gpus"], max_model_len=32768,
+                          engine_version="0.25.1", slo=slo, workload=workload)
+
+
 def capacity_plot(args) -> None:
     """What the plan's capacity model (module_utils/capacity_model.py, through the planner)
     predicts at every measured open-loop point of DIR's runs, beside what was measured: a
@@ -515,19 +528,12 @@ def capacity_plot(args) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
-    model = json.loads((MODELS / "gemma-4-31B-it-FP8-block.json").read_text())
-    model.pop("_comment", None)
-    recorded = json.loads((ROOT / "tests" / "fixtures" / "nvml" / "h200-1gpu-recorded.json").read_text())
-    hardware = gpu_facts.build_facts(recorded)["gpus"]
     found = measured_points(args.out)
     rows = ["| in / out | run | requests/s | mean TPOT ms | p99 TTFT ms | in flight | verdict |",
             "|---|---|---|---|---|---|---|"]
     fig, axes = plt.subplots(2, len(found), figsize=(5.5 * len(found), 7.5), squeeze=False)
     for column, (shape, points) in enumerate(sorted(found.items(), key=lambda item: int(item[0].split("/")[0]))):
-        inp, out = (int(x) for x in shape.split("/"))
-        workload = {"input_len": inp, "output_len": out, "target_concurrency": args.target}
-        planned = plan(model, hardware, max_model_len=32768, engine_version="0.25.1", slo=slo, workload=workload)
+        workload, planned = recorded_h200_plan(args, shape)
         costs, limit = planned["capacity"]["step_costs"], planned["capacity"]["per_instance"]
         for point in sorted(points, key=lambda p: p["rate"]):
             predicted = capacity_model.at_rate(costs, workload, point["rate"])
@@ -541,8 +547,8 @@ def capacity_plot(args) -> None:
         top = max(p["rate"] for p in points) * 1.1
         rates = [top * i / 200 for i in range(1, 201)]
         model_at = [capacity_model.at_rate(costs, workload, r) for r in rates]
-        for row, key, scale, objective, label in ((0, "p99_ttft_ms", 1000, slo["ttft_p99_s"] * 1000, "p99 TTFT (ms)"),
-                                                  (1, "mean_tpot_ms", 1000, slo["tpot_mean_ms"], "mean TPOT (ms)")):
+        for row, key, scale, objective, label in ((0, "p99_ttft_ms", 1000, args.ttft_p99_s * 1000, "p99 TTFT (ms)"),
+                                                  (1, "mean_tpot_ms", 1000, args.tpot_mean_ms, "mean TPOT (ms)")):
             axis = axes[row][column]
             model_key = "ttft_p99" if row == 0 else "tpot"
             axis.plot([r for r, f in zip(rates, model_at) if f[model_key]],
@@ -568,11 +574,6 @@ def capacity_fit(args) -> None:
     """How capacity_model.CALIBRATION's prefill and read_kv were chosen: for each pair of a
     grid, the largest error of the mean TPOT and of the requests in flight over every passing
     point of DIR's runs, and the capacity the plan then states per workload (capacity-fit.md)."""
-    slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
-    model = json.loads((MODELS / "gemma-4-31B-it-FP8-block.json").read_text())
-    model.pop("_comment", None)
-    recorded = json.loads((ROOT / "tests" / "fixtures" / "nvml" / "h200-1gpu-recorded.json").read_text())
-    hardware = gpu_facts.build_facts(recorded)["gpus"]
     found = measured_points(args.out)
     shapes = sorted(found, key=lambda shape: int(shape.split("/")[0]))
     rows = ["| prefill | read_kv | largest TPOT error | largest in-flight error | %s |"
@@ -585,10 +586,7 @@ def capacity_fit(args) -> None:
                 capacity_model.CALIBRATION.update(prefill=prefill, read_kv=read_kv)
                 tpot, flight, caps = 0.0, 0.0, []
                 for shape in shapes:
-                    inp, out = (int(x) for x in shape.split("/"))
-                    workload = {"input_len": inp, "output_len": out, "target_concurrency": args.target}
-                    planned = plan(model, hardware, max_model_len=32768, engine_version="0.25.1", slo=slo,
-                                   workload=workload)
+                    workload, planned = recorded_h200_plan(args, shape)
                     for point in (p for p in found[shape] if p["meets_slo"]):
                         predicted = capacity_model.at_rate(planned["capacity"]["step_costs"], workload, point["rate"])
                         tpot = max(tpot, abs(predicted["tpot"] * 1000 / point["mean_tpot_ms"] - 1))
