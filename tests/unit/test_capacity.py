@@ -68,6 +68,22 @@ def test_a_backlog_is_a_served_rate_below_the_arrivals():
         point["served_rate"], point["offered_rate"])
 
 
+def test_the_two_ends_of_a_short_window_are_counting_not_a_backlog():
+    """CI's serve run at 2 requests/s (window 15 s): the first request of the window was
+    faster than the median and finished before the shifted window, the last slower and
+    after it; 28 of 30 counted is no backlog.  Four short of 30 (two more that finish
+    after the window) is more than counting and 3 % can explain."""
+    edges = {2.0: 0.1, 16.5: 0.9}
+    short = detailed(rate=2.0, seconds=17.0, output=8, ttft=lambda t: edges.get(t, 0.5))
+    point = capacity.judge(short, 2.0, SLO, ramp_s=2.0)
+    assert (point["offered_rate"], point["served_rate"]) == (2.0, round(28 / 14.5, 3))
+    assert point["meets_slo"] is True, point["why"]
+    edges.update({15.5: 3.0, 16.0: 3.0})
+    point = capacity.judge(detailed(rate=2.0, seconds=17.0, output=8, ttft=lambda t: edges.get(t, 0.5)),
+                           2.0, dict(SLO, ttft_p99_s=600.0), ramp_s=2.0)
+    assert point["why"] == "the engine finished 1.79 req/s of the 2.00 that arrived"
+
+
 def test_the_latencies_vllm_saves_are_used_when_there():
     result = dict(detailed(), latencies=[10.0] * 440)
     assert capacity.judge(result, 4.0, SLO)["mean_latency_s"] == 10.0
