@@ -138,6 +138,13 @@ subject_alt_name:
   type: list
   elements: str
   sample: ["IP:10.0.0.1", "DNS:gw1", "DNS:gateway.example.com"]
+name_constraints:
+  description:
+    - The fleet CA's permitted subtrees, one per name (the CA signs for this gateway's names only).
+  returned: success
+  type: list
+  elements: str
+  sample: ["IP:10.0.0.1/32", "DNS:gw1", "DNS:gateway.example.com"]
 """
 
 from ansible.module_utils.basic import AnsibleModule

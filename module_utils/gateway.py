@@ -216,7 +216,17 @@ def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, t
             "largest_body_bytes": max(size_bytes(c["max_body_size"]) for c in result),
             "upstreams": upstreams, "keepalive_timeout_ms": keepalive_timeout_ms(upstreams),
             "names": names,
-            "subject_alt_name": ["%s:%s" % ("IP" if is_ip(n) else "DNS", n) for n in names]}
+            "subject_alt_name": ["%s:%s" % ("IP" if is_ip(n) else "DNS", n) for n in names],
+            "name_constraints": [name_constraint(n) for n in names]}
+
+
+def name_constraint(name: str) -> str:
+    """The fleet CA's permitted subtree for one of the gateway's names: the DNS name (and the
+    names under it: RFC 5280, 4.2.1.10), or the one address (a /32 or /128 network)."""
+    if is_ip(name):
+        address = ipaddress.ip_address(name)
+        return "IP:%s/%d" % (address, address.max_prefixlen)
+    return "DNS:" + name
 
 
 def unique(items: list) -> list:

@@ -45,7 +45,7 @@ def ask(bindir: Path) -> tuple[str, str]:
     gateway = inventory["gateways"]["hosts"][0]
     hostvars = inventory["_meta"]["hostvars"][gateway]
     url = f"https://{fleet.address(FLEET, gateway)}:{hostvars.get('gateway_port', 443)}/v1"
-    ca = Path.home() / ".cache" / "vllm-fleet" / "gateway" / f"{gateway}-ca.crt"
+    ca = Path.home() / ".local" / "share" / "vllm-fleet" / "gateway-ca" / f"{gateway}-ca.crt"
     client_name = hostvars["gateway_clients"][0]["name"]
     client = OpenAI(base_url=url, api_key=hostvars["gateway_clients"][0]["key"], timeout=60,
                     http_client=httpx.Client(verify=str(ca)))

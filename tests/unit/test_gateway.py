@@ -189,6 +189,8 @@ def test_the_certificate_names_keep_their_order_and_leave_out_what_is_no_name():
     # gw_1 (an inventory name with '_') is no DNS name: left out, not refused
     assert result["names"] == ["10.0.0.1", "gw1", "gw.example.com", "fd00::1"]
     assert result["subject_alt_name"] == ["IP:10.0.0.1", "DNS:gw1", "DNS:gw.example.com", "IP:fd00::1"]
+    # the fleet CA may sign for these names only (its name constraints)
+    assert result["name_constraints"] == ["IP:10.0.0.1/32", "DNS:gw1", "DNS:gw.example.com", "IP:fd00::1/128"]
 
 
 

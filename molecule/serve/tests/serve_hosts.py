@@ -11,7 +11,7 @@ from pathlib import Path
 import testinfra
 
 PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
-# The fleet CA's certificate, where the scenario's gateway_ca_fetch_dir puts it (molecule.yml).
+# The fleet CA's certificate, in the scenario's gateway_ca_dir on this control node (molecule.yml).
 CA = Path.home() / ".cache" / "vllm-fleet" / "molecule-serve" / "mirror-ca.crt"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import datetime
 import json
 import re
 import shlex
@@ -21,8 +22,12 @@ import httpx
 import openai
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
+from playbook_output import recap_changed  # noqa: E402
 from serve_hosts import CA, address, other, PROJECT, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
@@ -297,37 +302,80 @@ def test_the_access_log_names_clients_and_engines_and_holds_no_key(host):
                    for secret in list(KEYS.values()) + [ENGINE_KEY])
 
 
-# Signs the gateway's server certificate again, as the fleet CA, for one day (what an old
-# certificate looks like), with python3-cryptography, which the role installs.
-SHORT_CERTIFICATE = r"""
-import datetime
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-pki = "/etc/nginx/vllm-fleet/"
-old = x509.load_pem_x509_certificate(open(pki + "server.crt", "rb").read())
-ca = x509.load_pem_x509_certificate(open(pki + "ca.crt", "rb").read())
-ca_key = serialization.load_pem_private_key(open(pki + "ca.key", "rb").read(), None)
-now = datetime.datetime.now(datetime.timezone.utc)
-builder = (x509.CertificateBuilder().subject_name(old.subject).issuer_name(ca.subject).public_key(old.public_key())
-           .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1)))
-for extension in old.extensions:
-    builder = builder.add_extension(extension.value, extension.critical)
-open(pki + "server.crt", "wb").write(builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
-"""
+PKI = "/etc/nginx/vllm-fleet/"
 DAYS_LEFT = ("import datetime; from cryptography import x509; c = x509.load_pem_x509_certificate(open("
              "'/etc/nginx/vllm-fleet/server.crt', 'rb').read()); print((c.not_valid_after - "
              "datetime.datetime.utcnow()).days)")
 
 
-def test_a_certificate_near_its_end_is_renewed_by_the_next_run(host, gateway):
-    """The server certificate signed again for one day (inside gateway_tls_renew_days):
-    the gateway's next run signs it again for 825 days, and clients verify it with the
-    same fleet CA."""
-    host.check_output("python3 -c %s" % shlex.quote(SHORT_CERTIFICATE))
+def put(host, path: str, data: bytes):
+    subprocess.run(["docker", "exec", "-i", host.ansible.get_variables()["ansible_host"], "sh", "-c",
+                    "cat > %s" % shlex.quote(path)], input=data, check=True)
+
+
+def one_day_certificate(server_pem: bytes, ca_key_pem: bytes) -> bytes:
+    """The gateway's server certificate signed again by the fleet CA for one day (what an
+    old certificate looks like)."""
+    old, ca_key = x509.load_pem_x509_certificate(server_pem), serialization.load_pem_private_key(ca_key_pem, None)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (x509.CertificateBuilder().subject_name(old.subject).issuer_name(old.issuer).public_key(old.public_key())
+               .serial_number(x509.random_serial_number()).not_valid_before(now)
+               .not_valid_after(now + datetime.timedelta(days=1)))
+    for extension in old.extensions:
+        builder = builder.add_extension(extension.value, extension.critical)
+    return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+def test_the_fleet_ca_signs_on_the_control_node_for_the_gateways_names_alone(host):
+    """The CA's key is on the control node (0600), never on the gateway; its certificate
+    permits the gateway's names alone (critical name constraints); the server certificate
+    chains to it."""
+    assert not host.file(PKI + "ca.key").exists and not host.file(PKI + "ca.crt").exists
+    key = CA.with_name("mirror-ca.key")
+    assert key.stat().st_mode & 0o777 == 0o600
+    ca = x509.load_pem_x509_certificate(CA.read_bytes())
+    constraints = ca.extensions.get_extension_for_class(x509.NameConstraints)
+    server = x509.load_pem_x509_certificate(host.file(PKI + "server.crt").content)
+    names = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert constraints.critical and constraints.value.excluded_subtrees is None
+    permitted = {(type(n).__name__, str(n.value)) for n in constraints.value.permitted_subtrees}
+    assert permitted == {("DNSName", str(n.value)) if isinstance(n, x509.DNSName)
+                         else ("IPNetwork", "%s/32" % n.value) for n in names}, permitted
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.path_length == 0
+    server.verify_directly_issued_by(ca)
+
+
+def test_the_fleet_ca_moves_off_the_gateway_and_a_certificate_near_its_end_is_renewed(host, gateway):
+    """What an earlier release left: the CA on the gateway (and not on the control node),
+    the server certificate one day from its end.  With the CA in neither place a run is
+    refused before the gateway changes; with it on the gateway the next run moves it to
+    the control node unchanged, removes it from the gateway and signs the certificate for
+    825 days, which clients verify with the CA certificate they already have."""
+    key_path = CA.with_name("mirror-ca.key")
+    ca_pem, key_pem = CA.read_bytes(), key_path.read_bytes()
+    put(host, PKI + "server.crt", one_day_certificate(host.file(PKI + "server.crt").content, key_pem))
     assert int(host.check_output("python3 -c %s" % shlex.quote(DAYS_LEFT))) == 0
-    rc, output, took = site("--tags", "gateway")
+    CA.unlink()
+    key_path.unlink()
+    try:
+        rc, refused, _took = site("--tags", "gateway")
+        assert rc != 0 and "gateway_ca_dir: %s is not on this control node" % key_path in refused
+        assert recap_changed(refused).get("mirror", 0) == 0, refused[-3000:]
+        put(host, PKI + "ca.key", key_pem)
+        put(host, PKI + "ca.crt", ca_pem)
+        rc, output, took = site("--tags", "gateway")
+    finally:
+        if not key_path.exists():
+            key_path.write_bytes(key_pem)
+            key_path.chmod(0o600)
+            CA.write_bytes(ca_pem)
     assert rc == 0, output[-3000:]
+    assert key_path.read_bytes() == key_pem and key_path.stat().st_mode & 0o777 == 0o600
+    assert not host.file(PKI + "ca.key").exists and not host.file(PKI + "ca.crt").exists
     left = int(host.check_output("python3 -c %s" % shlex.quote(DAYS_LEFT)))
-    print("certificate with 0 days left: renewed by site.yml --tags gateway (%.0fs) to %d days" % (took, left))
+    print("CA moved to the control node, certificate with 0 days left renewed to %d days by site.yml "
+          "--tags gateway (%.0fs)" % (left, took))
     assert left >= 824
-    assert [m.id for m in client(gateway).models.list().data] == [MODEL]
+    assert [m.id for m in openai.OpenAI(base_url=gateway + "/v1", api_key=KEYS["tester"], max_retries=0, timeout=120,
+                                        http_client=httpx.Client(verify=ssl.create_default_context(
+                                            cadata=ca_pem.decode()))).models.list().data] == [MODEL]
