@@ -188,6 +188,12 @@ options:
         + the parameter (e.g. C(engine) is C(vllm_fleet_engine)).
     type: dict
     default: {}
+  also_accepted:
+    description:
+      - How many keys the engines accept besides the fleet's while it rotates (the count, never the keys);
+        refused above 0 for a release whose start-up log prints C(--api-key).
+    type: int
+    default: 0
 attributes:
   check_mode:
     support: full
@@ -245,7 +251,7 @@ PARAMETERS = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype", "gpu_me
               "nvlink_fully_connected", "weight_bytes", "block_size", "engine",
               "cpu_kv_cache_bytes", "quantization", "vllm_args", "vllm_env", "engine_version",
               "decode_seconds_per_token", "slo", "workload", "fleet_request_rate", "tuned", "model_name",
-              "nodes", "node_rank", "master_addr", "interconnect")
+              "nodes", "node_rank", "master_addr", "interconnect", "also_accepted")
 SERVING = ("port", "bind_address", "served_model_name", "load_format", "sse_keep_alive_interval")
 
 
@@ -296,6 +302,7 @@ def main():
             interconnect=dict(type="str", default=""),
             variable_prefix=dict(type="str", default=""),
             variable_names=dict(type="dict", default={}),
+            also_accepted=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )

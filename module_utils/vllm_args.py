@@ -28,6 +28,7 @@ PLANNED_FLAGS = {
     "served-model-name": "vllm_fleet_served_model_name",
     "port": "preflight_port (or an instance's port in preflight_instances)",
     "host": "preflight_bind_address",
+    "api-key": "vllm_fleet_api_key (vllm_fleet_api_key_also_accepted while it rotates)",
     "load-format": "vllm_fleet_model_load_format",
 }
 

@@ -151,10 +151,14 @@ def _show(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+# Flags whose values a change report never shows (the engines' keys while they rotate).
+SECRET_FLAGS = frozenset({"api-key"})
+
+
 def describe(kind: str, old: str | None, new: str) -> list:
     """What changes from ``old`` to ``new`` (None: the file is new), said in short lines.
-    ``kind`` config: each flag that changes, with both values; unit: the lines that
-    change; secret: that it changes, never its values."""
+    ``kind`` config: each flag that changes, with both values (``SECRET_FLAGS``: that it
+    changes); unit: the lines that change; secret: that it changes, never its values."""
     if old is None:
         return ["new"]
     if old == new:
@@ -163,14 +167,18 @@ def describe(kind: str, old: str | None, new: str) -> list:
         return ["values changed (not shown)"]
     if kind == "config":
         before, after = parse(old), parse(new)
+
+        def show(key, value):
+            return "(not shown)" if key in SECRET_FLAGS else _show(value)
         lines = []
         for key in sorted(set(before) | set(after)):
             if key not in after:
-                lines.append("%s: %s -> removed" % (key, _show(before[key])))
+                lines.append("%s: %s -> removed" % (key, show(key, before[key])))
             elif key not in before:
-                lines.append("%s: added %s" % (key, _show(after[key])))
+                lines.append("%s: added %s" % (key, show(key, after[key])))
             elif before[key] != after[key]:
-                lines.append("%s: %s -> %s" % (key, _show(before[key]), _show(after[key])))
+                lines.append("%s: changed (not shown)" % key if key in SECRET_FLAGS
+                             else "%s: %s -> %s" % (key, _show(before[key]), _show(after[key])))
         return lines or ["comments changed"]
     gone = [line for line in old.splitlines() if line not in new.splitlines()]
     came = [line for line in new.splitlines() if line not in old.splitlines()]

@@ -66,7 +66,7 @@ from ansible.module_utils import capacity_model, tuning
 from ansible.module_utils.fp8 import how_vllm_runs, parse_cc
 from ansible.module_utils.vllm_args import check as check_operator_args, flag_name
 from ansible.module_utils.vllm_versions import (CALIBRATION, FLOAT16_REFUSED_MODEL_TYPES, K_EQ_V_KV_FACTOR,
-                                                UnknownRelease, batch_defaults, release)
+                                                UnknownRelease, batch_defaults, redacting_releases, release)
 
 GiB = 1024 ** 3
 
@@ -468,7 +468,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
          decode_seconds_per_token: float = 0.05, slo: dict | None = None, workload: dict | None = None,
          tuned: dict | None = None, model_name: str = "", pipeline_parallel_size="auto", nodes: int = 1,
          node_rank: int = 0, master_addr: str = "", interconnect: str = "",
-         fleet_request_rate: float = 0.0) -> dict:
+         fleet_request_rate: float = 0.0, also_accepted: int = 0) -> dict:
     """Plan one host.  Raises PlanError naming the parameter when it cannot work.
 
     ``vllm_args``/``vllm_env`` are the operator's extra flags and environment; they
@@ -496,6 +496,10 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     ``tensor_parallel_size`` auto on several GPUs the layout (TP x replicas) is the one
     with the most (``_layout_by_capacity``), its alternatives listed.  With
     ``fleet_request_rate`` it says how many hosts like this one the fleet needs.
+
+    ``also_accepted``: how many keys the engines accept besides the fleet's while it
+    rotates; they go into the ``--config`` file, which only a release whose start-up log
+    redacts ``--api-key`` may take (``log_redacts_api_key`` in the version table).
     """
     given = dict(locals())
     if isinstance(fleet_request_rate, bool) or not isinstance(fleet_request_rate, (int, float)) \
@@ -514,6 +518,12 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     except UnknownRelease as exc:
         raise PlanError("engine_version: %s" % exc) from None
     vllm_version = row["vllm"]
+    if also_accepted and not row.get("log_redacts_api_key"):
+        raise PlanError("also_accepted: the %s engine's release %s (vLLM %s) prints --api-key in clear in its "
+                        "start-up log, so a second key there would reach the journal; rotate the engines' key "
+                        "on a release that redacts it (%s), or change it at once (docs/day2.md)"
+                        % (engine, engine_version, vllm_version,
+                           ", ".join(redacting_releases())))
     serving = dict(serving or {})
     if "sse-keep-alive-interval" not in row.get("flags", []):
         serving.pop("sse_keep_alive_interval", None)

