@@ -10,7 +10,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 RELEASES ?= bookworm bullseye trixie
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: setup docker images demo demo-image demo-down test lint unit molecule clean
+.PHONY: setup docker images demo demo-image demo-down test lint unit molecule test-rotation clean
 
 # Control node: a venv with the pinned toolchain (pyproject.toml).
 $(VENV)/.installed: pyproject.toml
@@ -60,6 +60,11 @@ unit: $(VENV)/.installed
 # after another; then, alone, os_tuning; MOLECULE_JOBS=1 runs every one after another.
 molecule: $(VENV)/.installed
 	$(BIN)/python tools/molecule_all.py $(SCENARIOS) operator
+
+# On request, not in `make test` (ten minutes of rolling restarts): the engines' key rotated
+# on the demo fleet under a load through the gateway (docs/day2.md).
+test-rotation: $(VENV)/.installed demo-image
+	VLLM_FLEET_ROTATION=1 $(BIN)/pytest -v -s -p no:cacheprovider tests/operator -k rotates
 
 clean: demo-down
 	rm -rf $(VENV)

@@ -159,3 +159,98 @@ def test_two_slices_converge_at_once_and_lose_no_hosts_entries(demo):
     rc, output = playbook("site.yml")
     assert rc == 0, failures(output)
     assert recap_changed(output) == {"mirror": 0, "node1": 0, "node2": 0}, output[-3000:]
+
+
+# Rotating the engines' key on the demo fleet (docs/day2.md): about 10 minutes of rolling
+# restarts on 2 cores, more than CI's budget leaves, so it runs on request alone
+# (VLLM_FLEET_ROTATION=1 make test-rotation) and last: it leaves the fleet on the new key.
+OLD, NEW = "demo-fleet-key-not-secret", "demo-fleet-key-rotated-0123"
+ENGINE_STATUS = ("import sys, urllib.error, urllib.request\nrequest = urllib.request.Request(sys.argv[1], "
+                 "headers={'Authorization': 'Bearer ' + sys.argv[2]})\ntry:\n"
+                 "    print(urllib.request.urlopen(request, timeout=10).status)\nexcept urllib.error.HTTPError as exc:\n"
+                 "    print(exc.code)")
+
+
+def engine_status(host: str, key: str) -> int:
+    """What node's engine answers the gateway host for GET /v1/models with ``key``."""
+    url = "http://%s:8000/v1/models" % fleet.address("demo", host)
+    return int(subprocess.run(["docker", "exec", "demo-mirror", "python3", "-c", ENGINE_STATUS, url, key],
+                              capture_output=True, text=True, check=True).stdout)
+
+
+def in_container(host: str, *argv: str) -> str:
+    return subprocess.run(["docker", "exec", "demo-" + host, *argv], capture_output=True, text=True).stdout
+
+
+class GatewayLoad:
+    """Short chat completions through the gateway one after another, each on a new
+    connection (a reload's closed keep-alive connection is the client's to retry:
+    docs/gateway.md), until stopped; what each got."""
+
+    def __init__(self):
+        import httpx
+        import openai
+        import threading
+        self.url = "https://%s:443/v1" % fleet.address("demo", "mirror")
+        ca = Path.home() / ".local" / "share" / "vllm-fleet" / "gateway-ca" / "mirror-ca.crt"
+        self.client = openai.OpenAI(base_url=self.url, api_key="demo-client-key-not-secret", max_retries=0,
+                                    timeout=60, http_client=httpx.Client(
+                                        verify=str(ca), limits=httpx.Limits(max_keepalive_connections=0)))
+        self.results, self.stop = [], threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                self.client.chat.completions.create(model="tiny-gemma4", max_tokens=4,
+                                                    messages=[{"role": "user", "content": "Hi"}])
+                self.results.append("ok")
+            except Exception as exc:  # noqa: BLE001 - every failure is counted by its kind
+                self.results.append("%s %s" % (type(exc).__name__, getattr(exc, "status_code", "")))
+
+    def finish(self) -> dict:
+        self.stop.set()
+        self.thread.join(120)
+        return {kind: self.results.count(kind) for kind in sorted(set(self.results))}
+
+
+@pytest.mark.skipif(os.environ.get("VLLM_FLEET_ROTATION") != "1",
+                    reason="on request (VLLM_FLEET_ROTATION=1): ten minutes of rolling restarts")
+def test_the_engines_key_rotates_in_three_runs_without_a_failed_request(demo, tmp_path):
+    """docs/day2.md, "Rotating the engines' key", under a load through the gateway: the
+    engines accept both keys, then the gateway switches with no engine restarted, then the
+    old key is refused; no request through the gateway fails; no key reaches the journal."""
+    def phase(name: str, settings: dict) -> str:
+        path = tmp_path / (name + ".json")
+        path.write_text(json.dumps(settings))
+        rc, output = playbook("site.yml", "-e", "@%s" % path)
+        assert rc == 0, (name, failures(output))
+        return output
+
+    load = GatewayLoad()
+    try:
+        started = time.monotonic()
+        phase("accept-both", {"vllm_fleet_api_key_also_accepted": [NEW]})
+        both = {h: (engine_status(h, OLD), engine_status(h, NEW), engine_status(h, "x" * 20)) for h in ("node1", "node2")}
+        env, config = in_container("node1", "cat", "/etc/vllm/main.env"), in_container("node1", "cat", "/etc/vllm/main.yaml")
+        mode = in_container("node1", "stat", "-c", "%a %U:%G", "/etc/vllm/main.yaml").strip()
+        pids = {h: in_container(h, "systemctl", "show", "-p", "MainPID", "--value", "vllm@main").strip()
+                for h in ("node1", "node2")}
+        phase("switch", {"vllm_fleet_api_key": NEW, "vllm_fleet_api_key_also_accepted": [OLD]})
+        pids_after = {h: in_container(h, "systemctl", "show", "-p", "MainPID", "--value", "vllm@main").strip()
+                      for h in ("node1", "node2")}
+        phase("drop-the-old", {"vllm_fleet_api_key": NEW})
+        dropped = {h: (engine_status(h, OLD), engine_status(h, NEW)) for h in ("node1", "node2")}
+        took = time.monotonic() - started
+    finally:
+        counts = load.finish()
+    journal = in_container("node1", "journalctl", "-u", "vllm@main", "--no-pager", "-o", "cat")
+    print("engine key rotated in %.0fs; through the gateway meanwhile: %s; accept-both %s; dropped %s; "
+          "engines' PIDs across the switch %s -> %s" % (took, counts, both, dropped, pids, pids_after))
+    assert both == {"node1": (200, 200, 401), "node2": (200, 200, 401)}
+    assert "VLLM_API_KEY" not in env and "api-key:" in config and mode == "640 root:vllm"
+    assert pids == pids_after and "0" not in pids.values()
+    assert dropped == {"node1": (401, 200), "node2": (401, 200)}
+    assert set(counts) == {"ok"} and counts["ok"] > 0, counts
+    assert OLD not in journal and NEW not in journal and "'api_key': '***'" in journal
