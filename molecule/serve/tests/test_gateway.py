@@ -340,7 +340,7 @@ def test_the_fleet_ca_signs_on_the_control_node_for_the_gateways_names_alone(hos
     assert constraints.critical and constraints.value.excluded_subtrees is None
     permitted = {(type(n).__name__, str(n.value)) for n in constraints.value.permitted_subtrees}
     assert permitted == {("DNSName", str(n.value)) if isinstance(n, x509.DNSName)
-                         else ("IPNetwork", "%s/32" % n.value) for n in names}, permitted
+                         else ("IPAddress", "%s/32" % n.value) for n in names}, permitted
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.path_length == 0
     server.verify_directly_issued_by(ca)
 
