@@ -1,7 +1,6 @@
 """vLLM --config rendering, the operator-flag rules and the write-after-parse contract."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 import textwrap
@@ -220,19 +219,3 @@ def test_staged_changes_lists_the_files_that_differ_from_the_running_ones():
     assert result["changed"] == ["main.yaml", "r.yaml", "vllm@.service"]
     assert result["details"] == {"main.yaml": ['model: "/m/a" -> "/m/b"'], "r.yaml": ["new"],
                                  "vllm@.service": ["not staged yet"]}
-
-
-def test_the_changes_module_reads_the_files_on_the_host_and_hides_the_environment(run_module, tmp_path):
-    (tmp_path / "next").mkdir()
-    (tmp_path / "next" / "main.yaml").write_text(render({"model": "/m/b", "port": 8000}))
-    (tmp_path / "main.yaml").write_text(render({"model": "/m/a", "port": 8000}))
-    (tmp_path / "next" / "main.env").write_text("VLLM_API_KEY=\"new-secret\"\n")
-    (tmp_path / "main.env").write_text("VLLM_API_KEY=\"old-secret\"\n")
-    files = [{"name": n, "staged": str(tmp_path / "next" / n), "live": str(tmp_path / n), "kind": k}
-             for n, k in (("main.yaml", "config"), ("main.env", "secret"))]
-    result = run_module("vllm_changes", {"files": files, "read": [str(tmp_path / "main.yaml"),
-                                                                   str(tmp_path / "gone.yaml")]}, check_mode=True)
-    assert not result["changed"] and result["changed_files"] == ["main.yaml", "main.env"]
-    assert result["details"]["main.yaml"] == ['model: "/m/a" -> "/m/b"']
-    assert result["settings"] == {"main": {"model": "/m/a", "port": 8000}}
-    assert "secret" not in json.dumps(result["details"])
