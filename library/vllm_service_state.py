@@ -52,7 +52,9 @@ options:
   staged_changed:
     description:
       - The staged files the staging tasks reported changed, by name (C(main.yaml), C(main.env),
-        C(vllm@.service)). In check mode they are not written, and still count as changes.
+        C(vllm@.service)). Read in check mode alone, where they are not written and still count as changes;
+        in a real run the staged files themselves are compared (after a rollback next/ holds the failed change, and
+        restaging the running one is no change of the host).
     type: list
     elements: str
     default: []
@@ -196,7 +198,7 @@ def main():
     try:
         result = plan(p["instances"], existing, read, config_dir=p["config_dir"], next_dir=p["next_dir"],
                       unit=p["unit"], user=p["user"], model_path=p["model_path"], version=p["version"],
-                      staged_changed=p["staged_changed"])
+                      staged_changed=p["staged_changed"] if module.check_mode else [])
     except (KeyError, TypeError, ValueError, OSError) as exc:
         module.fail_json(msg="instances: %s" % exc)
     module.exit_json(changed=False, **result)

@@ -44,8 +44,8 @@ def plan(instances: list, existing: list, read, *, config_dir: str, next_dir: st
 
     ``instances``: the plan's ({name, port, args}); ``existing``: the names of the instances
     configured now (their ``<name>.yaml`` in ``config_dir``); ``read(path)``: a file's text or
-    None; ``staged_changed``: the staged files the staging tasks reported changed (in check
-    mode they are not written, and still count)."""
+    None; ``staged_changed``: in check mode, the staged files the staging tasks would have
+    changed (they are not written, and still count)."""
     names = [inst["name"] for inst in instances]
     before = sorted(existing)
     settings = {}

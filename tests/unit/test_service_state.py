@@ -125,3 +125,19 @@ def test_the_module_reads_the_host_and_never_shows_the_environment(run_module, t
     assert result["settings"] == {"main": {"model": "/m/a", "port": 8000}} and result["stale"] == ["main"]
     assert "new-secret" not in str(result) and "old-secret" not in str(result)
 
+
+def test_after_a_rollback_restaging_what_runs_is_no_change_but_check_mode_still_predicts(run_module, tmp_path):
+    """next/ held the failed change; the run that stages the running configuration again
+    reports its staging changed, and must not restart what serves (a check run, whose
+    staged files are not written, does count it)."""
+    (tmp_path / "next").mkdir()
+    for folder in (tmp_path, tmp_path / "next"):
+        (folder / "main.yaml").write_text(render({"model": "/m/b", "port": 8000}))
+        (folder / "main.env").write_text('VLLM_API_KEY="k"\n')
+        (folder / "vllm@.service").write_text(UNIT)
+    args = {"instances": [instance("main", 8000)], "config_dir": str(tmp_path), "next_dir": str(tmp_path / "next"),
+            "unit": str(tmp_path / "vllm@.service"), "staged_changed": ["main.yaml", "main.env"]}
+    real = run_module("vllm_service_state", args)
+    assert real["changed_files"] == [] and real["stale"] == []
+    check = run_module("vllm_service_state", args, check_mode=True)
+    assert check["changed_files"] == ["main.yaml", "main.env"] and check["stale"] == ["main"]
