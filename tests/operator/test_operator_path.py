@@ -3,10 +3,10 @@ brings up (tools/demo.py: its hosts over SSH with the fleet's keys, the reposito
 ansible.cfg and its default inventory, inventories/demo), then what an operator runs
 next with that same configuration: site.yml again (changed=0), fleet_status.yml (a row
 per scraped instance), diagnose.yml (every check ok), and two runs over disjoint slices
-started together (each host's entries on the shared host written back, none lost).  tune.yml is not here: its
-"defaults" candidate (vLLM's own settings, compiled) fails on the demo fleet: torch's
-inductor cannot write /tmp/torchinductor_root/precompiled_headers (Permission denied) as
-the search's engine user, so the engine core exits in its warm-up.  Open.
+started together (each host's entries on the shared host written back, none lost).  tune.yml is not here: a
+search is two engine starts and a point of 110 s per rate (a 20 s ramp and a 90 s window),
+892 s on the demo fleet for two candidates at three rates each (docs/tuning.md), more than
+this lane can add while serve's verify must run without the demo's engines beside it.
 
 The molecule scenarios run their own ansible.cfg over `docker exec`; this is the one
 place CI runs `gathering = smart`, the SSH connection with ControlPersist and pipelining,
