@@ -79,12 +79,6 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-names:
-  description: The instances after the change.
-  returned: success
-  type: list
-  elements: str
-  sample: [main]
 before:
   description: The instances configured now.
   returned: success

@@ -60,7 +60,6 @@ def plan(instances: list, existing: list, read, *, config_dir: str, next_dir: st
     ports = [int(inst["port"]) for inst in instances]
     ports_before = [int(value.get("port", DEFAULT_PORT)) for value in settings.values()]
     return {
-        "names": names,
         "before": before,
         "serving": bool(before),
         "retired": [name for name in before if name not in names],
