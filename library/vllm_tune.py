@@ -47,6 +47,16 @@ options:
     description: Seconds of unmeasured traffic at the first rate after each start.
     type: float
     default: 45
+  ramp_s:
+    description: Seconds of each point's arrivals left out of its figures.
+    type: float
+    default: 20
+  window_s:
+    description:
+      - Seconds of each point's arrivals measured and judged; at the lowest rate they must hold 20 requests.
+      - A window shorter than the default is a quick check of the search, not a capacity to plan a fleet by.
+    type: float
+    default: 90
   slo:
     description: C(ttft_p99_s) and C(tpot_mean_ms).
     type: dict
@@ -146,6 +156,7 @@ import os
 import pwd
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.capacity import check_window
 from ansible.module_utils.tuning import (TuneError, check_slo, check_workload, record, record_file, search, summarize,
                                          table)
 from ansible.module_utils.tuning_host import Runner, TuneRunError
@@ -160,6 +171,8 @@ def main():
             candidates=dict(type="list", elements="dict", required=True),
             rates=dict(type="list", elements="float", required=True),
             warmup_s=dict(type="float", default=45.0),
+            ramp_s=dict(type="float", default=20.0),
+            window_s=dict(type="float", default=90.0),
             slo=dict(type="dict", required=True),
             workload=dict(type="dict", required=True),
             profile=dict(type="str", required=True),
@@ -181,6 +194,8 @@ def main():
         problems.append("candidates: the plan's tuning.candidates, vLLM's defaults first (is vllm_fleet_slo set?)")
     if not p["rates"] or min(p["rates"]) <= 0:
         problems.append("rates: %r is not a list of request rates > 0" % (p["rates"],))
+    else:
+        problems += check_window(p["rates"], p["ramp_s"], p["window_s"], ("tune_ramp_s", "tune_window_s"))
     if problems:
         module.fail_json(msg="; ".join(problems))
     if module.check_mode:
@@ -192,7 +207,7 @@ def main():
         os.chown(p["folder"], entry.pw_uid, entry.pw_gid)
     runner = Runner(p["python"], p["base"], {k: str(v) for k, v in p["env"].items()}, p["folder"],
                     port=p["port"], user=p["user"] or None, api_key=p["api_key"], workload=p["workload"],
-                    slo=p["slo"], start_timeout=p["start_timeout"])
+                    slo=p["slo"], start_timeout=p["start_timeout"], ramp_s=p["ramp_s"], window_s=p["window_s"])
     starts = []
 
     def keep(line, so_far):

@@ -66,13 +66,8 @@ def plan(label: str, concurrency: list, input_len: int, output_len: int, prompts
         if any(not _number(r) or not 0.001 <= r <= 10000 for r in rates):
             problems.append("benchmark_request_rate: %r is not a list of requests per second from 0.001 to 10000"
                             % (rates,))
-        for name, value, least in (("benchmark_ramp_s", ramp_s, 0), ("benchmark_window_s", window_s, 1)):
-            if not _number(value) or value < least:
-                problems.append("%s: %r is not a number of seconds >= %d" % (name, value, least))
-        if not problems and min(rates) * window_s < capacity.MIN_JUDGED:
-            problems.append("benchmark_window_s: %g s at %g requests/s is %d requests; a point needs at least %d in "
-                            "its window to judge a p99" % (window_s, min(rates), min(rates) * window_s,
-                                                           capacity.MIN_JUDGED))
+        if not problems:
+            problems += capacity.check_window(rates, ramp_s, window_s, ("benchmark_ramp_s", "benchmark_window_s"))
         if dataset:
             problems.append("benchmark_dataset: open-loop points (benchmark_request_rate) draw their lengths around "
                             "benchmark_input_len/benchmark_output_len, as the capacity search does; a dataset is "

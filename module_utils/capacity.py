@@ -41,6 +41,19 @@ class CapacityError(ValueError):
     """A result that cannot be judged (too few requests in its window, no detail)."""
 
 
+def check_window(rates: list, ramp_s, window_s, names: tuple = ("ramp_s", "window_s")) -> list:
+    """Problems with a point's ramp and window (``names``: the variables that set them, named
+    in each problem), [] when sound: the window must hold ``MIN_JUDGED`` requests at the
+    lowest of ``rates`` (requests/s) for its p99 to be judged."""
+    problems = ["%s: %r is not a number of seconds >= %d" % (name, value, least)
+                for name, value, least in ((names[0], ramp_s, 0), (names[1], window_s, 1))
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < least]
+    if not problems and rates and min(rates) * window_s < MIN_JUDGED:
+        problems.append("%s: %g s at %g requests/s is %d requests; a point needs at least %d in its window to "
+                        "judge a p99" % (names[1], window_s, min(rates), min(rates) * window_s, MIN_JUDGED))
+    return problems
+
+
 def prompts(rate: float, ramp_s: float = RAMP_S, window_s: float = WINDOW_S) -> int:
     """Requests for one point: the ramp and the measured window at ``rate`` per second."""
     return max(1, math.ceil(rate * (ramp_s + window_s)))

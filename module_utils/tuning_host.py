@@ -38,11 +38,14 @@ class Runner:
 
     ``base``: the flags every candidate shares (model path, served-model-name, load-format);
     ``env``: the plan's environment (vllm_env); ``user``: the engine user; ``cache``: the
-    cache folder every start shares (default ``folder``/cache)."""
+    cache folder every start shares (default ``folder``/cache); ``ramp_s``, ``window_s``: each
+    point's arrivals left out, then measured (``capacity``)."""
 
     def __init__(self, python: str, base: dict, env: dict, folder: str, *, port: int, user: str | None,
-                 api_key: str, workload: dict, slo: dict, start_timeout: float, cache: str = ""):
+                 api_key: str, workload: dict, slo: dict, start_timeout: float, cache: str = "",
+                 ramp_s: float = capacity.RAMP_S, window_s: float = capacity.WINDOW_S):
         self.python, self.folder, self.port, self.user = python, folder, port, user
+        self.ramp_s, self.window_s = ramp_s, window_s
         self.base = dict(base, host="127.0.0.1", port=port)
         self.env = dict(os.environ, **env, **cache_env(cache or os.path.join(folder, "cache")))
         if user:
@@ -107,8 +110,9 @@ class Runner:
         second, lengths around the workload's, the seed of this start number and rate, every
         request's figures saved; judged over its window by ``capacity.judge``."""
         name = "%s-r%g.json" % (proc.tag, rate)
-        result = self._bench(proc, name, capacity.bench_args(self.workload, rate, capacity.seed(start, rate)))
-        return capacity.judge(result, rate, self.slo)
+        result = self._bench(proc, name, capacity.bench_args(self.workload, rate, capacity.seed(start, rate),
+                                                             ramp_s=self.ramp_s, window_s=self.window_s))
+        return capacity.judge(result, rate, self.slo, ramp_s=self.ramp_s)
 
     @staticmethod
     def stop(proc) -> None:

@@ -98,6 +98,18 @@ def test_a_result_without_detail_or_with_too_few_requests_is_refused():
         capacity.judge(detailed(rate=0.2, seconds=45), 0.2, SLO)
 
 
+@pytest.mark.parametrize("rates, ramp_s, window_s, problems", [
+    ([0.25, 1], 20, 90, []),
+    ([2], 0, 10, []),
+    ([0.2, 1], 20, 90, ["w: 90 s at 0.2 requests/s is 18 requests; a point needs at least 20 in its window to "
+                        "judge a p99"]),
+    ([1], -1, 0, ["r: -1 is not a number of seconds >= 0", "w: 0 is not a number of seconds >= 1"]),
+    ([1], True, "90", ["r: True is not a number of seconds >= 0", "w: '90' is not a number of seconds >= 1"]),
+])
+def test_a_window_too_short_to_judge_a_p99_is_named(rates, ramp_s, window_s, problems):
+    assert capacity.check_window(rates, ramp_s, window_s, ("r", "w")) == problems
+
+
 def test_a_point_sends_its_rate_for_the_ramp_and_the_window_with_its_own_seed():
     args = capacity.bench_args({"input_len": 1024, "output_len": 256}, 4.5, capacity.seed(2, 4.5))
     flags = dict(zip(args[::1], args[1:] + [None]))

@@ -86,6 +86,22 @@ def test_check_mode_measures_nothing_and_bad_inputs_are_refused(run_module, tmp_
                              "tuning.candidates, vLLM's defaults first (is vllm_fleet_slo set?)")
 
 
+def test_a_short_window_is_measured_and_one_too_short_is_refused_before_any_start(run_module, tmp_path):
+    """tune_ramp_s / tune_window_s: each point sends rate x (ramp + window) requests and is
+    judged after its ramp; a window that cannot hold 20 requests at the lowest rate is refused
+    in check mode, which the role runs before the host leaves service."""
+    result = run_module("vllm_tune", args(tmp_path, rates=[2.0], ramp_s=5, window_s=20, budget_starts=2))
+    assert result["changed"] is True, result
+    point = json.loads((tmp_path / "tune" / "01-defaults-r2.json").read_text())
+    assert len(point["start_times"]) == 50
+    assert [(s["candidate"], [p["rate"] for p in s["points"]]) for s in result["starts"][:2]] == [
+        ("defaults", [2.0]), ("batched-32768", [2.0])]
+    refused = run_module("vllm_tune", args(tmp_path, rates=[0.5, 2.0], window_s=30), check_mode=True)
+    assert refused["failed"] is True
+    assert refused["msg"] == ("tune_window_s: 30 s at 0.5 requests/s is 15 requests; a point needs at least 20 in "
+                              "its window to judge a p99")
+
+
 def test_the_engine_user_gets_its_own_user_variables(tmp_path, monkeypatch):
     """A search started by root as the engine user: torch's inductor cache folder is named
     after $USER, so root's would be /tmp/torchinductor_root, which the engine user cannot write
