@@ -4,8 +4,7 @@ the plot, the table), and playbooks/diagnose.yml on the healthy fleet (all good)
 a fleet broken on purpose three ways (the clients ask for a name it does not serve, a
 file of a snapshot changed on disk, an engine stopped): each named.  The fleet is mended
 afterwards, for the tests that follow.  Every test takes ``host`` (the mirror), so that
-they run with the other host tests, on the fleet as converged (before test_upgrade's
-rollouts change what it serves)."""
+they run with the other host tests, on the fleet as converged."""
 from __future__ import annotations
 
 import json

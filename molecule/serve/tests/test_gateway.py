@@ -206,8 +206,18 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     finish_reason.  A client must treat such a stream as failed; none fails before its
     first chunk.  The streams go as client `rotating`, the completions as `tester`, so
     that the gateway's log says which engine served each stream: the streams cut are
-    exactly node1's, however many least connections gave it."""
+    exactly node1's, however many least connections gave it.  Both engines answer one request
+    first (from the gateway host, which alone reaches them): an engine restarted shortly
+    before (another file's retire, rejoin or stop) answers its first request late, and
+    node1's streams then ended before node2's had begun and the kill came after them."""
     node1 = other(host, "node1")
+    warm = ("import json, sys, urllib.request\nrequest = urllib.request.Request(sys.argv[1], json.dumps("
+            "{'model': sys.argv[3], 'messages': [{'role': 'user', 'content': 'Hello'}], 'max_tokens': 16}).encode(), "
+            "{'Authorization': 'Bearer ' + sys.argv[2], 'Content-Type': 'application/json'})\n"
+            "print(urllib.request.urlopen(request, timeout=300).status)")
+    for engine in (node1, other(host, "node2")):
+        url = "http://%s:8000/v1/chat/completions" % address(engine)
+        assert host.check_output("python3 -c %s %s %s %s" % (shlex.quote(warm), url, ENGINE_KEY, MODEL)) == "200"
     log = "/var/log/nginx/vllm-fleet-access.log"
     logged = len(host.file(log).content_string.splitlines())
     # docker exec, not an Ansible call: under this load Ansible takes seconds to start
@@ -225,6 +235,8 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
         except Exception as exc:  # every failure is counted and reported
             return ("failed", repr(exc))
 
+    ended = [None] * 8
+
     def stream(n):
         received, finish = 0, None
         try:
@@ -235,6 +247,8 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
                 flowing[n].set()
         except Exception as exc:
             return ("cut" if received else "failed", "%d chunks, then %s" % (received, type(exc).__name__))
+        finally:
+            ended[n] = time.monotonic()
         return ("ok" if finish == "length" else "cut", "%d chunks, finish_reason %s" % (received, finish))
 
     try:
@@ -269,6 +283,8 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     engines = [e["upstream"] for e in entries if e["client"] == "rotating" and e["path"] == "/v1/chat/completions"]
     on_node1 = [u for u in engines if u == "%s:8000" % address(node1)]
     print("streams by engine (gateway log):", engines)
+    # what the count below means: every stream was still open when node1's engine was killed
+    assert [n for n in range(8) if ended[n] < killed] == [], "streams that had ended before the kill"
     assert len(engines) == 8 and len(cut) == len(on_node1), (engines, streams)
 
 

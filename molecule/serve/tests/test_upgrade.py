@@ -1,12 +1,13 @@
-"""Changing the serving fleet while clients use it (runs after test_gateway and test_serve,
-which check the fleet as converged).
+"""Changing the serving fleet while clients use it.
 
 First a plain restart of one engine under 24 streams (no gateway in the way): the graceful
 stop lets them finish.  Then playbooks/site.yml itself, under a load through the gateway
 the whole time: (a) a new revision of the model, published on the fleet's mirror, reaches
 both hosts, a canary first, each out of the gateway's rotation while it changes; (b) a
 revision whose weights do not match its config.json (vLLM's parser accepts it, the engine
-cannot load it) fails on the canary, which is rolled back, and the rollout stops there."""
+cannot load it) fails on the canary, which is rolled back, and the rollout stops there.
+Afterwards the mirror and the fleet are put back on the inventory's pinned revision, for the
+files that run after this one (CI runs them in reverse order: molecule.yml)."""
 from __future__ import annotations
 
 import json
@@ -31,6 +32,7 @@ REPO = "demo/tiny-gemma4"
 FIRST = "115893f75ee34252aa70c6877eb37a13cc541e38"
 KEY, ENGINE_KEY, MODEL = "molecule-tester-key-0123", "molecule-serve-key", "tiny-gemma4"
 VENV = "/opt/vllm/cpu-0.32.0/bin/python"
+MIRROR_REPO = "/var/lib/olah/mirrors/models/" + REPO
 
 # Runs on node1 in the engine's venv (vLLM brings the openai client): n streams against the
 # engine itself, then `systemctl restart` once every stream has its first chunk.
@@ -101,7 +103,9 @@ def rollout_report(output: str) -> dict:
 @pytest.fixture(scope="module")
 def revisions(host, tmp_path_factory):
     """Two more revisions of the tiny model on the mirror: a good one (other generation
-    defaults) and a bad one (config.json's MLP is twice the size its weights have)."""
+    defaults) and a bad one (config.json's MLP is twice the size its weights have).  After
+    the file's tests the mirror's branch goes back to the pinned revision (whose files the
+    inventory publishes) and site.yml puts the fleet back on it."""
     good, bad = tmp_path_factory.mktemp("good"), tmp_path_factory.mktemp("bad")
     for folder in (good, bad):
         shutil.copytree(FIXTURE, folder, dirs_exist_ok=True)
@@ -113,10 +117,16 @@ def revisions(host, tmp_path_factory):
     publish = {"hf_mirror_publish": [{"repo": REPO, "src": str(good)}, {"repo": REPO, "src": str(bad)}]}
     rc, output, _ = site("--tags", "mirror", "-e", json.dumps(publish))
     assert rc == 0, output[-3000:]
-    log = host.check_output("git -c safe.directory=* -C /var/lib/olah/mirrors/models/%s log --format=%%H -n 3" % REPO)
+    log = host.check_output("git -c safe.directory=* -C %s log --format=%%H -n 3" % MIRROR_REPO)
     shas = log.split()
     assert shas[2] == FIRST, shas
-    return {"good": shas[1], "bad": shas[0]}
+    yield {"good": shas[1], "bad": shas[0]}
+    host.check_output("git -c safe.directory=* -C %s reset --quiet --hard %s" % (MIRROR_REPO, FIRST))
+    rc, output, took = site()
+    print("put back on the pinned revision: site.yml %.0fs, rc %d, changed %s; serving %s"
+          % (took, rc, recap_changed(output), json.dumps(served(host))))
+    assert rc == 0, output[-3000:]
+    assert served(host) == {"node1": FIRST, "node2": FIRST}
 
 
 def test_a_restart_lets_the_running_streams_finish(host):
