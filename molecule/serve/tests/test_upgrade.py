@@ -6,8 +6,8 @@ the whole time: (a) a new revision of the model, published on the fleet's mirror
 both hosts, a canary first, each out of the gateway's rotation while it changes; (b) a
 revision whose weights do not match its config.json (vLLM's parser accepts it, the engine
 cannot load it) fails on the canary, which is rolled back, and the rollout stops there.
-Afterwards the mirror and the fleet are put back on the inventory's pinned revision, for the
-files that run after this one (CI runs them in reverse order: molecule.yml)."""
+Afterwards the mirror and the fleet are put back on the inventory's pinned revision: the
+file leaves the fleet as it found it."""
 from __future__ import annotations
 
 import json
