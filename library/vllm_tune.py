@@ -192,10 +192,11 @@ def main():
     problems = check_slo(p["slo"]) + check_workload(p["workload"])
     if not p["candidates"] or p["candidates"][0].get("name") != "defaults":
         problems.append("candidates: the plan's tuning.candidates, vLLM's defaults first (is vllm_fleet_slo set?)")
-    if not p["rates"] or min(p["rates"]) <= 0:
+    rates_ok = bool(p["rates"]) and min(p["rates"]) > 0
+    if not rates_ok:
         problems.append("rates: %r is not a list of request rates > 0" % (p["rates"],))
-    else:
-        problems += check_window(p["rates"], p["ramp_s"], p["window_s"], ("tune_ramp_s", "tune_window_s"))
+    problems += check_window(p["rates"] if rates_ok else [], p["ramp_s"], p["window_s"],
+                             ("tune_ramp_s", "tune_window_s"))
     if problems:
         module.fail_json(msg="; ".join(problems))
     if module.check_mode:

@@ -66,8 +66,9 @@ def plan(label: str, concurrency: list, input_len: int, output_len: int, prompts
         if any(not _number(r) or not 0.001 <= r <= 10000 for r in rates):
             problems.append("benchmark_request_rate: %r is not a list of requests per second from 0.001 to 10000"
                             % (rates,))
-        if not problems:
-            problems += capacity.check_window(rates, ramp_s, window_s, ("benchmark_ramp_s", "benchmark_window_s"))
+        # the requests a window holds are counted only once everything before is sound
+        problems += capacity.check_window([] if problems else rates, ramp_s, window_s,
+                                          ("benchmark_ramp_s", "benchmark_window_s"))
         if dataset:
             problems.append("benchmark_dataset: open-loop points (benchmark_request_rate) draw their lengths around "
                             "benchmark_input_len/benchmark_output_len, as the capacity search does; a dataset is "
