@@ -1,7 +1,21 @@
-"""Shared by every scenario's testinfra tests: on a failure, print the host's journal."""
+"""Shared by every scenario's testinfra tests: on a failure, print the host's journal;
+``--files-reversed`` runs the files in reverse order, each file's tests in their own
+(molecule.yml's verifier options turn it on: no file passes because one before it left
+something behind)."""
 from __future__ import annotations
 
 import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--files-reversed", action="store_true",
+                     help="run the test files in reverse order, each file's tests in the order written")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--files-reversed"):
+        files = list(dict.fromkeys(item.path for item in items))
+        items.sort(key=lambda item: -files.index(item.path))
 
 
 @pytest.hookimpl(hookwrapper=True)
