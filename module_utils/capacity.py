@@ -44,7 +44,8 @@ class CapacityError(ValueError):
 def check_window(rates: list, ramp_s, window_s, names: tuple = ("ramp_s", "window_s")) -> list:
     """Problems with a point's ramp and window (``names``: the variables that set them, named
     in each problem), [] when sound: the window must hold ``MIN_JUDGED`` requests at the
-    lowest of ``rates`` (requests/s) for its p99 to be judged."""
+    lowest of ``rates`` (requests/s) for its p99 to be judged.  A caller whose rates are not
+    sound passes [] and gets the ramp's and window's own checks alone."""
     problems = ["%s: %r is not a number of seconds >= %d" % (name, value, least)
                 for name, value, least in ((names[0], ramp_s, 0), (names[1], window_s, 1))
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value < least]

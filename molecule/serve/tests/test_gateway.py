@@ -208,10 +208,10 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     the gateway's log says which engine served each stream: the streams cut are exactly
     node1's, however many least connections gave it.
 
-    The streams time the kill, not a clock: the two CPU engines run at speeds that differ by up to 3x
-    here (one engine's streams finished their 900 chunks in 6 s while the other's were at
-    200-350, with the files run in reverse order), and a fixed second after the last first
-    chunk let one engine's streams end before the kill."""
+    The streams time the kill, not a clock: the two CPU engines run at speeds that differ by
+    up to 3x here (one engine's streams finished their 900 chunks in 6 s while the other's
+    were at 200-350, with the files run in reverse order), and a fixed second after the last
+    first chunk let one engine's streams end before the kill."""
     node1 = other(host, "node1")
     log = "/var/log/nginx/vllm-fleet-access.log"
     logged = len(host.file(log).content_string.splitlines())
@@ -287,9 +287,10 @@ def test_a_killed_engine_loses_no_request_that_was_not_streaming(host, gateway):
     # none in two others); the log names the engine of each, so the count is asserted.
     entries = [json.loads(line) for line in host.file(log).content_string.splitlines()[logged:]]
     engines = [e["upstream"] for e in entries if e["client"] == "rotating" and e["path"] == "/v1/chat/completions"]
-    on_node1 = [u for u in engines if u == "%s:8000" % address(node1)]
+    node1_engine = "%s:8000" % address(node1)
+    on_node1 = [u for u in engines if u == node1_engine]
     print("streams by engine (gateway log):", engines)
-    retried = [e for e in entries if e["client"] == "tester" and e["upstream"].startswith("%s:8000, " % address(node1))]
+    retried = [e for e in entries if e["client"] == "tester" and e["upstream"].startswith(node1_engine + ", ")]
     print("completions tried on node1, then answered by node2:", len(retried))
     assert retried, "no completion went to node1 around the kill: the retry was not tried"
     # a stream of node1's that ended before the kill would break the count: say which ended
