@@ -2,6 +2,7 @@
 rules' metric names against real scrapes (tests/fixtures/metrics/)."""
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from pathlib import Path
@@ -58,19 +59,45 @@ def test_every_instance_host_gateway_and_mirror_is_a_target():
     assert both["npu"] == [{"targets": ["node1:8082"], "labels": {"host": "node1"}}]
 
 
+ROLE = ROOT / "roles" / "monitoring"
+ROLE_VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+# Prometheus's own check of a file_sd path (discovery/file/file.go, patFileSDName): a `*`
+# only in the last path segment, and a .json/.yml/.yaml name.
+FILE_SD_NAME = re.compile(r"^[^*]*(\*[^/]*)?\.(json|yml|yaml|JSON|YML|YAML)$")
+
+
+def prometheus_config() -> dict:
+    """prometheus.yml as the role renders it for the test fleet."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    return yaml.safe_load(env.from_string((ROLE / "templates" / "prometheus.yml.j2").read_text()).render(
+        ansible_managed="test", inventory_hostname="mirror", monitoring_scrape_interval="15s",
+        monitoring_alertmanager_listen_address="127.0.0.1:9093", _monitoring_rules="/r.yml",
+        _monitoring_file_sd="/sd", _monitoring_plan=fleet(), _monitoring_probed=ROLE_VARS["_monitoring_probed"],
+        _monitoring_blackbox=ROLE_VARS["_monitoring_blackbox"]))
+
+
+def test_each_job_reads_its_hosts_files_and_not_the_temporary_file_beside_them():
+    """Each job's file_sd pattern is one Prometheus accepts and matches `<host>.json` in the
+    job's folder, not the `.ansible_tmp...<host>.json` Ansible writes before its rename.
+    Go's filepath.Match lets `*` match a leading dot, as fnmatch does; its class negation is
+    `[^`, fnmatch's `[!`."""
+    for job in prometheus_config()["scrape_configs"]:
+        [pattern] = [name for sd in job["file_sd_configs"] for name in sd["files"]]
+        assert FILE_SD_NAME.match(pattern), pattern
+        folder, name = pattern.rsplit("/", 1)
+        assert folder == "/sd/" + job["job_name"]
+        go = name.replace("[^", "[!")
+        assert fnmatch.fnmatchcase("node1.json", go), pattern
+        assert not fnmatch.fnmatchcase(".ansible_tmpk2j9x_z1node1.json", go), pattern
+
+
 def test_every_probed_job_names_a_module_the_blackbox_exporter_has():
     """prometheus.yml's probed jobs (each with its module) as the role renders them, against
     the modules of the blackbox exporter's configuration the role writes."""
-    role = ROOT / "roles" / "monitoring"
-    variables = yaml.safe_load((role / "vars" / "main.yml").read_text())
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    blackbox = yaml.safe_load(env.from_string((role / "templates" / "blackbox.yml.j2").read_text()).render(
+    blackbox = yaml.safe_load(env.from_string((ROLE / "templates" / "blackbox.yml.j2").read_text()).render(
         ansible_managed="test"))
-    config = yaml.safe_load(env.from_string((role / "templates" / "prometheus.yml.j2").read_text()).render(
-        ansible_managed="test", inventory_hostname="mirror", monitoring_scrape_interval="15s",
-        monitoring_alertmanager_listen_address="127.0.0.1:9093", _monitoring_rules="/r.yml",
-        _monitoring_file_sd="/sd", _monitoring_plan=fleet(), _monitoring_probed=variables["_monitoring_probed"],
-        _monitoring_blackbox=variables["_monitoring_blackbox"]))
+    config = prometheus_config()
     modules = {job["job_name"]: job["params"]["module"] for job in config["scrape_configs"] if "params" in job}
     assert modules == {"vllm_health": ["http_2xx"], "mirror": ["http_2xx"], "gateway_tls": ["tls_certificate"]}
     assert {m for names in modules.values() for m in names} <= set(blackbox["modules"])
