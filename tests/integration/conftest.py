@@ -46,14 +46,15 @@ class Run:
 
 @pytest.fixture
 def playbook(tmp_path):
-    """``playbook("preflight.yml", inventory, extra_vars={}, check=False, tags="")``.
+    """``playbook("preflight.yml", inventory, extra_vars={}, check=False, tags="", skip_tags="")``.
 
     ``inventory`` is a path or the text of an INI inventory.  The project's paths are
     set without its ansible.cfg, whose timing callback would print beside the report.
     """
     (tmp_path / "ansible.cfg").write_text("")
 
-    def _run(name: str, inventory, extra_vars: dict | None = None, check: bool = False, tags: str = "") -> Run:
+    def _run(name: str, inventory, extra_vars: dict | None = None, check: bool = False, tags: str = "",
+             skip_tags: str = "") -> Run:
         if not isinstance(inventory, Path):
             path = tmp_path / "hosts.ini"
             path.write_text(inventory)
@@ -67,6 +68,8 @@ def playbook(tmp_path):
             argv.append("--check")
         if tags:
             argv += ["--tags", tags]
+        if skip_tags:
+            argv += ["--skip-tags", skip_tags]
         env = dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"),
                    ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_NOCOLOR="1",
                    ANSIBLE_LIBRARY=str(ROOT / "library"),
