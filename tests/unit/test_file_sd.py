@@ -1,10 +1,12 @@
 """One host's file_sd files on a monitoring host in one call (module_utils/file_sd.py)."""
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 
 import pytest
+from ansible.module_utils import file_sd
 from ansible.module_utils.file_sd import FileSdError, publish, render
 from ansible.plugins.filter.core import to_nice_json
 
@@ -91,3 +93,14 @@ def test_a_file_where_a_job_folder_belongs_is_refused(tmp_path):
     (tmp_path / "vllm").write_text("")
     with pytest.raises(FileSdError, match="^folder: .* not a folder"):
         run(tmp_path, {"vllm": VLLM})
+
+
+def test_the_file_is_moved_into_place_from_a_name_prometheus_does_not_read(tmp_path, monkeypatch):
+    """Prometheus reads `<job>/[^.]*.json` as files change: the half-written file must not match."""
+    moved = []
+    real = file_sd.os.replace
+    monkeypatch.setattr(file_sd.os, "replace", lambda src, dst: (moved.append((src, dst)), real(src, dst)))
+    run(tmp_path, {"vllm": VLLM})
+    [(src, dst)] = moved
+    assert dst == str(tmp_path / "vllm" / "node1.json") and os.path.dirname(src) == os.path.dirname(dst)
+    assert not fnmatch.fnmatchcase(os.path.basename(src), "[!.]*.json")
