@@ -48,7 +48,7 @@ def _read(path: str):
     """The file's text and its stat, or (None, None) where there is no file."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return handle.read(), os.stat(path)
+            return handle.read(), os.fstat(handle.fileno())
     except (FileNotFoundError, NotADirectoryError):
         return None, None
 
@@ -79,16 +79,15 @@ def _folder(path: str, uid: int, gid: int, check: bool) -> bool:
     try:
         found = os.stat(path)
     except FileNotFoundError:
-        if not check:
-            os.makedirs(path, FOLDER_MODE, exist_ok=True)
-            os.chmod(path, FOLDER_MODE)
-            os.chown(path, uid, gid)
-        return True
-    if not stat.S_ISDIR(found.st_mode):
-        raise FileSdError("folder: %s is there and not a folder" % path)
-    if _owned(found, FOLDER_MODE, uid, gid):
-        return False
+        found = None
+    if found is not None:
+        if not stat.S_ISDIR(found.st_mode):
+            raise FileSdError("folder: %s is there and not a folder" % path)
+        if _owned(found, FOLDER_MODE, uid, gid):
+            return False
     if not check:
+        if found is None:
+            os.makedirs(path, FOLDER_MODE, exist_ok=True)
         os.chmod(path, FOLDER_MODE)
         os.chown(path, uid, gid)
     return True
