@@ -19,6 +19,9 @@ REFUSALS = {
     "seed-fictitious-env": "preflight_vllm_env['VLLM_USE_RoPE_KERNEL']: VLLM_USE_RoPE_KERNEL is not a vLLM variable",
     "env-name-typed-as-an-assignment": "preflight_vllm_env['HF_HOME=/data/hf']: 'HF_HOME=/data/hf' is not an "
                                        "environment variable name",
+    # The fleet-wide settings, on an inference host and on one that is not.
+    "engine-typed-wrong": "value of vllm_fleet_engine must be one of: cuda, cpu, ascend, got: cdua",
+    "mirror-engine-typed-wrong": "value of vllm_fleet_engine must be one of: cuda, cpu, ascend, got: gpu",
     # Paths the roles write into units and command lines.
     "runtime-root-with-a-space": "vllm_runtime_root: '/opt/vllm fleet' is not an absolute path of letters, digits "
                                  "and '._+-'",
