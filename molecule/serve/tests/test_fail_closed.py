@@ -52,7 +52,8 @@ def test_a_flushed_ruleset_leaves_the_engine_closed_and_the_next_run_restores_it
     """`nft flush ruleset` on node1 takes its table away: the unit's own address filter
     (IPAddressDeny=any, IPAddressAllow= the gateways, monitoring, the host) still drops
     node2's connection, while the gateway is served.  The next site.yml run finds the live
-    table missing, says so and reloads it (changed)."""
+    table missing, says so and reloads it (changed).  Nothing restarts, so the serve play
+    takes node1 and node2 in one batch, not the rollout's canary and then the rest."""
     node1, node2 = other(host, "node1"), other(host, "node2")
     target = address(node1)
     assert connect(node2, target) == "ConnectionRefusedError"  # the table's reset
@@ -67,9 +68,11 @@ def test_a_flushed_ruleset_leaves_the_engine_closed_and_the_next_run_restores_it
     finally:
         dns.restore()
     assert not table_loaded(node1)
-    rc, output, took = site("--limit", "node1")
-    print("site.yml --limit node1 after the flush: %.0fs" % took)
+    rc, output, took = site("--limit", "node1,node2")
+    print("site.yml --limit node1,node2 after the flush: %.0fs" % took)
     assert rc == 0, output[-3000:]
+    serve = [play.split("\nPLAY [")[0] for play in output.split("PLAY [Serve the model, batch by batch]")[1:]]
+    assert len(serve) == 1 and "[node1]" in serve[0] and "[node2]" in serve[0], output[-3000:]
     assert re.search(r"node1: the engines' firewall was not as written \(table inet vllm_fleet is not loaded",
                      output), output[-3000:]
     recap = re.search(r"^node1\s+: ok=\d+\s+changed=(\d+)", output, re.M)
