@@ -715,7 +715,9 @@ def _capacity(result: dict, shape: Shape, groups, group_size: int, available: in
     """What the plan expects an instance and the host to hold at the SLO, and the fleet's
     need of hosts like this one; or why there is no figure."""
     tp = result["tensor_parallel_size"]
-    length = workload["input_len"] + workload["output_len"]
+    # A request's cache grows from its prompt to prompt + output while it runs: the requests
+    # in flight take, on average, their prompt and half their output (docs/capacity.md).
+    footprint = workload["input_len"] + workload["output_len"] // 2
 
     def kv_read_bytes(ctx: float) -> float:
         return sum(layer_kv_bytes(layer, tp, kv_bytes) * min(ctx, layer.window or ctx)
@@ -724,7 +726,7 @@ def _capacity(result: dict, shape: Shape, groups, group_size: int, available: in
         costs = capacity_model.step_costs(result, gpu, kv_read_bytes, workload)
     except capacity_model.NoModel as exc:
         return {"why": str(exc)}
-    held = kv_capacity(groups, group_size, available, length, batched)["max_concurrency"]
+    held = kv_capacity(groups, group_size, available, footprint, batched)["max_concurrency"]
     instance = capacity_model.capacity(costs, workload, slo, held)
     host = round(instance["requests_per_s"] * result["replicas"], 2)
     found = {"per_instance": instance, "per_host_requests_per_s": host, "kv_requests": round(held, 1),
