@@ -476,14 +476,21 @@ def tune_plot(args) -> None:
     print("\n".join(tuning.table(summary)))
 
 
-def measured_points(folder: Path) -> dict:
+def measured_points(folder: Path, gpu: str = "") -> dict:
     """"IN/OUT" -> every open-loop point of the runs in ``folder``, each with its run: from
     run<N>-capacity.json, or, where a run's file did not come back, from the points its
-    driver printed (run<N>-driver.txt: a workload's points come before its summary line)."""
+    driver printed (run<N>-driver.txt: a workload's points come before its summary line).
+    ``gpu`` "h100": the H100 runs' run<N>-h100.capacity.json instead."""
     found: dict = {}
 
     def add(run: str, workload: dict, point: dict) -> None:
         found.setdefault("%d/%d" % (workload["input_len"], workload["output_len"]), []).append(dict(point, run=run))
+    if gpu:
+        for path in sorted(folder.glob("run*-%s.capacity.json" % gpu)):
+            for search in json.loads(path.read_text())["searches"]:
+                for point in search["points"]:
+                    add(path.name.split("-")[0], search["workload"], point)
+        return found
     for path in sorted(folder.glob("run*-capacity.json")):
         run = path.name.split("-")[0]
         for search in json.loads(path.read_text())["searches"]:
@@ -507,17 +514,19 @@ def measured_points(folder: Path) -> dict:
     return found
 
 
-def recorded_h200_plan(args, shape: str) -> tuple:
+def recorded_h200_plan(args, shape: str, fixture: str = "h200-1gpu-recorded.json") -> tuple:
     """The workload of ``shape`` ("IN/OUT") and the plan the runs are compared with: the
-    FP8-block checkpoint on the recorded H200, vLLM 0.25.1, the SLO of args."""
+    FP8-block checkpoint on the recorded H200 (or the first GPU of another NVML
+    ``fixture``), vLLM 0.25.1, a 32,768-token context, vLLM's default memory share (0.9,
+    what the runs used), the SLO of args."""
     slo = {"ttft_p99_s": args.ttft_p99_s, "tpot_mean_ms": args.tpot_mean_ms}
     model = json.loads((MODELS / "gemma-4-31B-it-FP8-block.json").read_text())
     model.pop("_comment", None)
-    recorded = json.loads((ROOT / "tests" / "fixtures" / "nvml" / "h200-1gpu-recorded.json").read_text())
+    recorded = json.loads((ROOT / "tests" / "fixtures" / "nvml" / fixture).read_text())
     inp, out = (int(x) for x in shape.split("/"))
     workload = {"input_len": inp, "output_len": out, "target_concurrency": args.target}
-    return workload, plan(model, gpu_facts.build_facts(recorded)["gpus"], max_model_len=32768,
-                          engine_version="0.25.1", slo=slo, workload=workload)
+    return workload, plan(model, gpu_facts.build_facts(recorded)["gpus"][:1], max_model_len=32768,
+                          engine_version="0.25.1", slo=slo, workload=workload, gpu_memory_utilization=0.9)
 
 
 def capacity_plot(args) -> None:
@@ -573,9 +582,16 @@ def capacity_plot(args) -> None:
 def capacity_fit(args) -> None:
     """How capacity_model.CALIBRATION's prefill and read_kv were chosen: for each pair of a
     grid, the largest error of the mean TPOT and of the requests in flight over every passing
-    point of DIR's runs, and the capacity the plan then states per workload (capacity-fit.md)."""
+    point of DIR's runs, and the capacity the plan then states per workload; then, for each
+    ttft_tail of a grid, the p99 TTFT's errors and the capacities on the H200 and the H100
+    runs (capacity-fit.md)."""
     found = measured_points(args.out)
     shapes = sorted(found, key=lambda shape: int(shape.split("/")[0]))
+    # the p99 TTFT's tail against the passing points of the H200 runs and of the H100 runs
+    GPU_RUNS = (("H200", "h200-1gpu-recorded.json", ""), ("H100", "hgx-8xh100-nvswitch.json", "h100"))
+
+    def points_on(gpu: str) -> dict:
+        return found if not gpu else measured_points(args.out, gpu)
     rows = ["| prefill | read_kv | largest TPOT error | largest in-flight error | %s |"
             % " | ".join("capacity %s (highest pass / first failure)" % shape for shape in shapes),
             "|---|---|---|---|" + "---|" * len(shapes)]
@@ -597,6 +613,24 @@ def capacity_fit(args) -> None:
                                                     "-" if failed is None else "%g" % failed))
                 rows.append("| %g | %g | %.0f %% | %.0f %% | %s |" % (prefill, read_kv, tpot * 100, flight * 100,
                                                                      " | ".join(caps)))
+        rows += ["", "| ttft_tail | %s |" % " | ".join(
+            "%s %s: p99 TTFT error, capacity (highest pass / first failure)" % (gpu, shape)
+            for gpu, _, found_on in GPU_RUNS for shape in sorted(points_on(found_on))), "|---|" + "---|" * 4]
+        capacity_model.CALIBRATION.update(saved)
+        for tail in (1.0, 0.7, 0.5, 0.4):
+            capacity_model.CALIBRATION.update(ttft_tail=tail)
+            cells = []
+            for gpu, fixture, found_on in GPU_RUNS:
+                for shape, points in sorted(points_on(found_on).items()):
+                    workload, planned = recorded_h200_plan(args, shape, fixture)
+                    errors = [capacity_model.at_rate(planned["capacity"]["step_costs"], workload, point["rate"])
+                              ["ttft_p99"] * 1000 / point["p99_ttft_ms"] - 1 for point in points if point["meets_slo"]]
+                    held = max(p["rate"] for p in points if p["meets_slo"])
+                    failed = min((p["rate"] for p in points if not p["meets_slo"]), default=None)
+                    cells.append("%+.0f to %+.0f %%, %.2f (%g / %s)" % (
+                        min(errors) * 100, max(errors) * 100, planned["capacity"]["per_instance"]["requests_per_s"],
+                        held, "-" if failed is None else "%g" % failed))
+            rows.append("| %g | %s |" % (tail, " | ".join(cells)))
     finally:
         capacity_model.CALIBRATION.clear()
         capacity_model.CALIBRATION.update(saved)
