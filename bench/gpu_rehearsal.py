@@ -480,23 +480,18 @@ def measured_points(folder: Path, gpu: str = "") -> dict:
     """"IN/OUT" -> every open-loop point of the runs in ``folder``, each with its run: from
     run<N>-capacity.json, or, where a run's file did not come back, from the points its
     driver printed (run<N>-driver.txt: a workload's points come before its summary line).
-    ``gpu`` "h100": the H100 runs' run<N>-h100.capacity.json instead."""
+    ``gpu`` "h100": the H100 runs' run<N>-h100.capacity.json instead (no driver lines read:
+    every H100 run's file came back)."""
     found: dict = {}
 
     def add(run: str, workload: dict, point: dict) -> None:
         found.setdefault("%d/%d" % (workload["input_len"], workload["output_len"]), []).append(dict(point, run=run))
-    if gpu:
-        for path in sorted(folder.glob("run*-%s.capacity.json" % gpu)):
-            for search in json.loads(path.read_text())["searches"]:
-                for point in search["points"]:
-                    add(path.name.split("-")[0], search["workload"], point)
-        return found
-    for path in sorted(folder.glob("run*-capacity.json")):
+    for path in sorted(folder.glob("run*-%s.capacity.json" % gpu if gpu else "run*-capacity.json")):
         run = path.name.split("-")[0]
         for search in json.loads(path.read_text())["searches"]:
             for point in search["points"]:
                 add(run, search["workload"], point)
-    for path in sorted(folder.glob("run*-driver.txt")):
+    for path in [] if gpu else sorted(folder.glob("run*-driver.txt")):
         run = path.name.split("-")[0]
         if (folder / ("%s-capacity.json" % run)).exists():
             continue
@@ -514,7 +509,7 @@ def measured_points(folder: Path, gpu: str = "") -> dict:
     return found
 
 
-def recorded_h200_plan(args, shape: str, fixture: str = "h200-1gpu-recorded.json") -> tuple:
+def recorded_plan(args, shape: str, fixture: str = "h200-1gpu-recorded.json") -> tuple:
     """The workload of ``shape`` ("IN/OUT") and the plan the runs are compared with: the
     FP8-block checkpoint on the recorded H200 (or the first GPU of another NVML
     ``fixture``), vLLM 0.25.1, a 32,768-token context, vLLM's default memory share (0.9,
@@ -542,7 +537,7 @@ def capacity_plot(args) -> None:
             "|---|---|---|---|---|---|---|"]
     fig, axes = plt.subplots(2, len(found), figsize=(5.5 * len(found), 7.5), squeeze=False)
     for column, (shape, points) in enumerate(sorted(found.items(), key=lambda item: int(item[0].split("/")[0]))):
-        workload, planned = recorded_h200_plan(args, shape)
+        workload, planned = recorded_plan(args, shape)
         costs, limit = planned["capacity"]["step_costs"], planned["capacity"]["per_instance"]
         for point in sorted(points, key=lambda p: p["rate"]):
             predicted = capacity_model.at_rate(costs, workload, point["rate"])
@@ -588,10 +583,8 @@ def capacity_fit(args) -> None:
     found = measured_points(args.out)
     shapes = sorted(found, key=lambda shape: int(shape.split("/")[0]))
     # the p99 TTFT's tail against the passing points of the H200 runs and of the H100 runs
-    GPU_RUNS = (("H200", "h200-1gpu-recorded.json", ""), ("H100", "hgx-8xh100-nvswitch.json", "h100"))
-
-    def points_on(gpu: str) -> dict:
-        return found if not gpu else measured_points(args.out, gpu)
+    gpu_runs = (("H200", "h200-1gpu-recorded.json", found),
+                ("H100", "hgx-8xh100-nvswitch.json", measured_points(args.out, "h100")))
     rows = ["| prefill | read_kv | largest TPOT error | largest in-flight error | %s |"
             % " | ".join("capacity %s (highest pass / first failure)" % shape for shape in shapes),
             "|---|---|---|---|" + "---|" * len(shapes)]
@@ -602,7 +595,7 @@ def capacity_fit(args) -> None:
                 capacity_model.CALIBRATION.update(prefill=prefill, read_kv=read_kv)
                 tpot, flight, caps = 0.0, 0.0, []
                 for shape in shapes:
-                    workload, planned = recorded_h200_plan(args, shape)
+                    workload, planned = recorded_plan(args, shape)
                     for point in (p for p in found[shape] if p["meets_slo"]):
                         predicted = capacity_model.at_rate(planned["capacity"]["step_costs"], workload, point["rate"])
                         tpot = max(tpot, abs(predicted["tpot"] * 1000 / point["mean_tpot_ms"] - 1))
@@ -615,14 +608,14 @@ def capacity_fit(args) -> None:
                                                                      " | ".join(caps)))
         rows += ["", "| ttft_tail | %s |" % " | ".join(
             "%s %s: p99 TTFT error, capacity (highest pass / first failure)" % (gpu, shape)
-            for gpu, _, found_on in GPU_RUNS for shape in sorted(points_on(found_on))), "|---|" + "---|" * 4]
+            for gpu, _, points_on in gpu_runs for shape in sorted(points_on)), "|---|" + "---|" * 4]
         capacity_model.CALIBRATION.update(saved)
         for tail in (1.0, 0.7, 0.5, 0.4):
             capacity_model.CALIBRATION.update(ttft_tail=tail)
             cells = []
-            for gpu, fixture, found_on in GPU_RUNS:
-                for shape, points in sorted(points_on(found_on).items()):
-                    workload, planned = recorded_h200_plan(args, shape, fixture)
+            for gpu, fixture, points_on in gpu_runs:
+                for shape, points in sorted(points_on.items()):
+                    workload, planned = recorded_plan(args, shape, fixture)
                     errors = [capacity_model.at_rate(planned["capacity"]["step_costs"], workload, point["rate"])
                               ["ttft_p99"] * 1000 / point["p99_ttft_ms"] - 1 for point in points if point["meets_slo"]]
                     held = max(p["rate"] for p in points if p["meets_slo"])
