@@ -25,8 +25,10 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
+import fleet  # noqa: E402
 from fleet_load import Load  # noqa: E402
-from serve_hosts import CA, PROJECT, address, playbook, site  # noqa: E402
+from serve_hosts import CA, address, playbook, site  # noqa: E402
 from test_publishing import engines_serving, prometheus_hosts, published, servers  # noqa: E402
 from test_upgrade import rollout_report, slowest_tasks  # noqa: E402
 
@@ -34,7 +36,7 @@ pytestmark = pytest.mark.skipif(os.environ.get("VLLM_FLEET_THREE_HOSTS") != "1",
                                 reason="on request: make test-three-hosts")
 testinfra_hosts = ["ansible://mirror"]
 KEY, MODEL = "molecule-tester-key-0123", "tiny-gemma4"
-FLEET, CONTAINER = "mol-serve", "mol-serve-node3"  # molecule/resources/create.yml's names
+FLEET = "mol-serve"  # molecule/resources/create.yml's name for the scenario's containers
 SERVE = "PLAY [Serve the model, batch by batch]"
 
 
@@ -42,15 +44,15 @@ SERVE = "PLAY [Serve the model, batch by batch]"
 def node3(tmp_path_factory):
     """node3's container, booted like the scenario's hosts, and an inventory that adds it to
     the inference group; afterwards retired by its own run and removed."""
-    subprocess.run([sys.executable, str(PROJECT / "tools" / "fleet.py"), "up", FLEET, "--hosts", "node3:bookworm"],
-                   check=True)
+    fleet.up(FLEET, [("node3", "bookworm")])
     extra = tmp_path_factory.mktemp("inventory") / "node3.yml"
     extra.write_text(yaml.safe_dump({"inference": {"hosts": {"node3": {
-        "ansible_connection": "community.docker.docker", "ansible_host": CONTAINER, "ansible_user": "root"}}}}))
+        "ansible_connection": "community.docker.docker", "ansible_host": fleet.container_name(FLEET, "node3"),
+        "ansible_user": "root"}}}}))
     yield str(extra)
     rc, output, took = playbook("retire.yml", "-i", str(extra), "--limit", "node3")
     print("retire.yml --limit node3: %.0fs, rc %d" % (took, rc))
-    subprocess.run(["docker", "rm", "-f", CONTAINER], check=False, capture_output=True)
+    subprocess.run(["docker", "rm", "-f", fleet.container_name(FLEET, "node3")], check=False, capture_output=True)
     assert rc == 0, output[-3000:]
 
 
@@ -80,8 +82,7 @@ def test_a_host_added_with_limit_joins_the_gateway_and_monitoring(host, node3):
     report("site.yml --limit node3", took, rc, summary)
     assert rc == 0, output[-5000:]
     assert summary["failed"] == 0, summary["failures"]
-    node3_address = subprocess.run(["docker", "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}"
-                                    "{{end}}", CONTAINER], check=True, capture_output=True, text=True).stdout.strip()
+    node3_address = fleet.address(FLEET, "node3")
     assert published(host)["node3"] == {"upstream", "vllm", "vllm_health", "node"}
     assert servers(host, "node3") == ["server %s:8000 max_fails=3 fail_timeout=10s;" % node3_address]
     wanted = {"node1", "node2", "node3"}
@@ -93,16 +94,17 @@ def test_a_change_rolls_through_three_hosts_in_two_batches_and_loses_no_request(
     change = json.dumps({"preflight_vllm_args": {"enforce-eager": True, "max-num-seqs": 32}})
     for what, args in (("change", ("-i", node3, "-e", change)), ("change back", ("-i", node3))):
         rc, output, took, summary = under_load(host, *args)
-        batches = output.split(SERVE)[1:]
+        # each serve play's output, up to the next play
+        batches = [text.split("\nPLAY [")[0] for text in output.split(SERVE)[1:]]
         report(what, took, rc, summary)
         print("batches: %s; %s\nslowest tasks:\n%s" % (
-            [sorted(name for name in ("node1", "node2", "node3") if "[%s]" % name in batch.split("\nPLAY [")[0])
-             for batch in batches], json.dumps(rollout_report(output)), slowest_tasks(output)))
+            [sorted(name for name in ("node1", "node2", "node3") if "[%s]" % name in batch) for batch in batches],
+            json.dumps(rollout_report(output)), slowest_tasks(output)))
         assert rc == 0, output[-5000:]
         assert summary["failed"] == 0, summary["failures"]
         assert summary["chat_ok"] > 0 and summary["stream_ok"] > 0
         assert sorted(rollout_report(output)) == ["node1", "node2", "node3"]
         # the canary alone, then the other two in one batch
-        first, second = (batch.split("\nPLAY [")[0] for batch in batches)
+        first, second = batches
         assert "[node1]" in first and "[node2]" not in first and "[node3]" not in first
         assert "[node2]" in second and "[node3]" in second and "[node1]" not in second
