@@ -15,6 +15,8 @@ description:
   - Values must be integers or strings; booleans are refused. Parameters with a known range
     (C(vm.swappiness) 0-200, C(vm.overcommit_memory) 0-2, ...) are range-checked.
   - Every problem is reported at once, each naming the variable and the parameter.
+  - With O(sysctl_file), also returns the parameters whose line in that file or whose live
+    value differs from the wanted one, so that a converged host skips writing them.
 version_added: "0.1.0"
 author: vllm-fleet
 options:
@@ -26,6 +28,19 @@ options:
     description: Name of the variable the settings came from, used in error messages.
     type: str
     default: settings
+  extra:
+    description: More kernel parameters, checked the same way, that win over O(settings).
+    type: dict
+    default: {}
+  extra_variable:
+    description: Name of the variable O(extra) came from, used in error messages.
+    type: str
+    default: extra
+  sysctl_file:
+    description:
+      - The sysctl.d file the parameters are written to. When set, RV(drift) lists those not
+        yet in place, compared as C(ansible.posix.sysctl) compares them.
+    type: path
   proc_root:
     description: Where the kernel's parameters are mounted (tests point this elsewhere).
     type: path
@@ -44,19 +59,27 @@ EXAMPLES = r"""
   sysctl_check:
     settings: "{{ os_tuning_sysctl }}"
     variable: os_tuning_sysctl
+    extra: "{{ os_tuning_sysctl_extra }}"
+    extra_variable: os_tuning_sysctl_extra
+    sysctl_file: /etc/sysctl.d/90-vllm-fleet.conf
   register: os_tuning_sysctl_checked
 """
 
 RETURN = r"""
 settings:
-  description: The settings with values rendered as the kernel spells them.
+  description: The settings (O(extra) winning) with values rendered as the kernel spells them.
   returned: success
   type: dict
   sample: {"vm.swappiness": "0", "net.core.somaxconn": "65535"}
+drift:
+  description: The settings whose line in O(sysctl_file) or live value differs from the wanted one.
+  returned: when O(sysctl_file) is set
+  type: dict
+  sample: {"vm.swappiness": "0"}
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.kernel_tuning import TuningError, validate_sysctl
+from ansible.module_utils.kernel_tuning import TuningError, merge_sysctl, sysctl_drift
 
 
 def main():
@@ -64,16 +87,23 @@ def main():
         argument_spec=dict(
             settings=dict(type="dict", required=True),
             variable=dict(type="str", default="settings"),
+            extra=dict(type="dict", default={}),
+            extra_variable=dict(type="str", default="extra"),
+            sysctl_file=dict(type="path"),
             proc_root=dict(type="path", default="/proc/sys"),
         ),
         supports_check_mode=True,
     )
+    params = module.params
     try:
-        settings = validate_sysctl(module.params["settings"], module.params["variable"],
-                                   module.params["proc_root"])
+        settings = merge_sysctl([(params["variable"], params["settings"]),
+                                 (params["extra_variable"], params["extra"])], params["proc_root"])
     except TuningError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, settings=settings)
+    result = dict(changed=False, settings=settings)
+    if params["sysctl_file"]:
+        result["drift"] = sysctl_drift(settings, params["sysctl_file"], params["proc_root"])
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

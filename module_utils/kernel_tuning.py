@@ -87,6 +87,63 @@ def validate_sysctl(settings: dict, variable: str = "settings",
     return result
 
 
+def merge_sysctl(layers, proc_root: str = "/proc/sys") -> dict:
+    """Validate each ``(variable, settings)`` layer; later layers win.
+
+    Every layer's problems are reported together, each naming its own variable.
+    """
+    problems, merged = [], {}
+    for variable, settings in layers:
+        try:
+            merged.update(validate_sysctl(settings, variable, proc_root))
+        except TuningError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise TuningError("; ".join(problems))
+    return merged
+
+
+def read_sysctl_file(path: str) -> dict:
+    """``key=value`` lines of a sysctl.d file, the last of a key winning as ``sysctl -p`` reads it.
+
+    Comments (``#``, ``;``), blank lines and lines without ``=`` are skipped; a missing file
+    holds nothing.
+    """
+    try:
+        with open(path) as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return {}
+    values = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith(("#", ";")) or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        values[key.strip()] = value.strip()
+    return values
+
+
+def sysctl_drift(settings: dict, sysctl_file: str, proc_root: str = "/proc/sys") -> dict:
+    """The settings whose line in ``sysctl_file`` or live value differs from the wanted one.
+
+    A setting is in place when the file's last line for it holds the value as written
+    (``ansible.posix.sysctl`` compares the text) and the running kernel shows the same
+    words (it compares them split on whitespace, as /proc/sys separates them by tabs).
+    """
+    written = read_sysctl_file(sysctl_file)
+    drift = {}
+    for key, value in sorted(settings.items()):
+        try:
+            with open(sysctl_path(key, proc_root)) as handle:
+                live = handle.read().split()
+        except OSError:
+            live = None
+        if written.get(key) != value or live != value.split():
+            drift[key] = value
+    return drift
+
+
 def parse_thp(text: str) -> str:
     """``always [madvise] never`` -> ``madvise`` (the bracketed word is in force)."""
     match = re.search(r"\[([^\]]+)\]", text)

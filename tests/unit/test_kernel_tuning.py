@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from ansible.module_utils.kernel_tuning import (TuningError, normalize_value, parse_thp, thp_apply,
-                           thp_plan, validate_sysctl)
+from ansible.module_utils.kernel_tuning import (TuningError, merge_sysctl, normalize_value, parse_thp,
+                                               sysctl_drift, thp_apply, thp_plan, validate_sysctl)
 
 DEFAULTS = {"net.core.somaxconn": 65535, "net.ipv4.tcp_max_syn_backlog": 65535,
             "vm.swappiness": 0, "vm.overcommit_memory": 1}
@@ -85,3 +87,42 @@ def test_thp_refuses_unknown_modes_and_missing_support(thp, tmp_path):
         thp_plan(str(thp), {"enabled": "off"})
     with pytest.raises(TuningError, match="no transparent hugepage support"):
         thp_plan(str(tmp_path / "absent"), {"enabled": "never"})
+
+
+def test_a_later_layer_wins_and_each_layer_names_its_variable(proc):
+    assert merge_sysctl([("os_tuning_sysctl", {"vm.swappiness": 0, "vm.max_map_count": 65530}),
+                         ("os_tuning_sysctl_extra", {"vm.max_map_count": 1048576})], proc) == {
+        "vm.swappiness": "0", "vm.max_map_count": "1048576"}
+    with pytest.raises(TuningError) as err:
+        merge_sysctl([("os_tuning_sysctl", {"vm.swappiness": 500}),
+                      ("os_tuning_sysctl_extra", {"vm.swapiness": 1})], proc)
+    assert "os_tuning_sysctl['vm.swappiness']=500" in str(err.value)
+    assert "os_tuning_sysctl_extra['vm.swapiness']" in str(err.value)
+
+
+def _live(proc, key, text):
+    Path(proc).joinpath(*key.split(".")).write_text(text)
+
+
+def test_a_converged_host_has_no_drift(proc, tmp_path):
+    conf = tmp_path / "90-vllm-fleet.conf"
+    conf.write_text("# comment\nvm.swappiness=9\nvm.swappiness = 0\nnet.ipv4.ip_local_port_range=1024 65000\n")
+    _live(proc, "vm.swappiness", "0\n")
+    _live(proc, "net.ipv4.ip_local_port_range", "1024\t65000\n")
+    wanted = {"vm.swappiness": "0", "net.ipv4.ip_local_port_range": "1024 65000"}
+    assert sysctl_drift(wanted, str(conf), proc) == {}
+
+
+@pytest.mark.parametrize("conf_text,live,drifted", [
+    (None, "0\n", {"vm.swappiness": "0"}),                          # no file yet
+    ("vm.swappiness=0\n", "60\n", {"vm.swappiness": "0"}),          # an admin's sysctl -w
+    ("vm.swappiness=60\n", "0\n", {"vm.swappiness": "0"}),          # the file edited by hand
+    ("vm.swappiness=0\nvm.swappiness=60\n", "0\n", {"vm.swappiness": "0"}),  # a later line wins
+    ("vm.overcommit_memory=1\n", "0\n", {"vm.swappiness": "0"}),    # its line removed
+])
+def test_a_missing_line_or_live_value_is_drift(proc, tmp_path, conf_text, live, drifted):
+    conf = tmp_path / "90-vllm-fleet.conf"
+    if conf_text is not None:
+        conf.write_text(conf_text)
+    _live(proc, "vm.swappiness", live)
+    assert sysctl_drift({"vm.swappiness": "0"}, str(conf), proc) == drifted
