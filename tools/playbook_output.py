@@ -1,11 +1,24 @@
 """What ansible-playbook printed, read back (the default stdout callback, results as JSON:
 ANSIBLE_STDOUT_CALLBACK=default ANSIBLE_CALLBACK_RESULT_FORMAT=json): the recap's changed
-count per host, the tasks that changed, and what a task printed.  Shared by the molecule
-scenarios' tests and the operator's path (tests/operator)."""
+count per host, the tasks that changed, and what a task printed; and a playbook run so
+that it prints that way.  Shared by the molecule scenarios' tests and the operator's path
+(tests/operator)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+
+
+def run_playbook(inventory: str, playbook: str, *args: str, cwd=None) -> tuple[int, str]:
+    """ansible-playbook on ``inventory``, printing as the readers here expect: (rc, stdout + stderr)."""
+    run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i", inventory, playbook, *args],
+                         cwd=cwd, capture_output=True, text=True,
+                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+                                  ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    return run.returncode, run.stdout + run.stderr
 
 
 def recap_changed(output: str) -> dict:

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
-from playbook_output import changed_tasks  # noqa: E402
+from playbook_output import changed_tasks, run_playbook  # noqa: E402
 
 SYSCTL = {
     "net.core.somaxconn": 65535,
@@ -73,14 +71,10 @@ def test_a_parameter_changed_behind_the_roles_back_is_put_back_by_the_next_run(h
     host.run_test("sysctl -w vm.swappiness=60")
     host.run_test("sed -i 's/^vm.max_map_count=.*/vm.max_map_count=65530/' %s" % conf)
     name = host.backend.host
-    run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook",
-                          "-i", os.environ["MOLECULE_INVENTORY_FILE"], "--limit", name,
-                          str(Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml")],
-                         capture_output=True, text=True, cwd=os.environ.get("MOLECULE_PROJECT_DIRECTORY"),
-                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-                                  ANSIBLE_STDOUT_CALLBACK="default"))
-    output = run.stdout + run.stderr
-    assert run.returncode == 0, output[-3000:]
+    returncode, output = run_playbook(os.environ["MOLECULE_INVENTORY_FILE"],
+                                      str(Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"),
+                                      "--limit", name, cwd=os.environ.get("MOLECULE_PROJECT_DIRECTORY"))
+    assert returncode == 0, output[-3000:]
     # The file's rewrite reloads all of it, so the second item may find its value in place.
     assert set(changed_tasks(output)) == {"%s: os_tuning : Write and apply the kernel parameters" % name}, \
         output[-3000:]

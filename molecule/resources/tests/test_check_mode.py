@@ -9,8 +9,6 @@ own.  (Every scenario's verifier collects this file: .config/molecule/config.yml
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,7 +16,7 @@ from pathlib import Path
 from testinfra.utils.ansible_runner import AnsibleRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
-from playbook_output import changed_tasks, recap_changed  # noqa: E402
+from playbook_output import changed_tasks, recap_changed, run_playbook  # noqa: E402
 
 
 def test_check_mode_on_the_converged_hosts_changes_nothing():
@@ -26,14 +24,10 @@ def test_check_mode_on_the_converged_hosts_changes_nothing():
     scenario = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
     converge = scenario / "check.yml" if (scenario / "check.yml").exists() else scenario / "converge.yml"
     started = time.monotonic()
-    run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i", inventory, "--check",
-                          str(converge)], capture_output=True, text=True,
-                         cwd=os.environ.get("MOLECULE_PROJECT_DIRECTORY"),
-                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-                                  ANSIBLE_STDOUT_CALLBACK="default"))
-    output = run.stdout + run.stderr
+    returncode, output = run_playbook(inventory, str(converge), "--check",
+                                      cwd=os.environ.get("MOLECULE_PROJECT_DIRECTORY"))
     recap = recap_changed(output)
     print("%s --check on the converged hosts: %.0fs, changed %s" % (converge.name, time.monotonic() - started, recap))
-    assert run.returncode == 0, output[-3000:]
+    assert returncode == 0, output[-3000:]
     hosts = sorted(AnsibleRunner(inventory).get_hosts("all"))
     assert recap == dict.fromkeys(hosts, 0), changed_tasks(output)
