@@ -421,7 +421,7 @@ def capacity_run(args) -> None:
                 return point
 
             try:
-                found = capacity.find(measure, grid, known=known.get(shape, (None, None)))
+                found = capacity.find(measure, grid, climbs=args.climbs, known=known.get(shape, (None, None)))
                 search.update({k: v for k, v in found.items() if k != "points"})
             except OutOfTime:
                 search["stopped"] = "deadline: %.0f s" % args.deadline_s
@@ -746,6 +746,8 @@ def main() -> None:
                         help="capacity: a rate that held and one that failed in earlier starts (either "
                              "may be empty: IN/OUT=,FAIL); that workload's search measures only between them")
     parser.add_argument("--start", type=int, default=1, help="capacity: the start number (seeds are paired by it)")
+    parser.add_argument("--climbs", type=int, default=2, help="capacity: when a whole grid holds, rates a quarter "
+                        "higher each, at most this many, until one fails (then bisection)")
     parser.add_argument("--deadline-s", type=float, default=1e9, help="capacity: begin no point that would end later")
     parser.add_argument("--warmup-s", type=float, default=45.0,
                         help="capacity: seconds of unmeasured traffic at the grid's first rate before each search")

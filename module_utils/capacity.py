@@ -31,6 +31,8 @@ RANGE_RATIO = 0.25
 RAMP_S = 20.0
 WINDOW_S = 90.0
 RESOLUTION = 0.05
+# The step above a grid that held at its top (find's ``climbs``): a quarter more each time.
+CLIMB = 1.25
 # Completions a window may miss at its two ends without that meaning a backlog: one each.
 EDGE_REQUESTS = 2
 # Completed requests a window needs before its p99 is judged.
@@ -143,7 +145,7 @@ def judge(result: dict, rate: float, slo: dict, *, ramp_s: float = RAMP_S, kept_
     return point
 
 
-def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int = 3,
+def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int = 3, climbs: int = 0,
          known: tuple = (None, None), recheck_first: bool = True) -> dict:
     """The highest passing rate.  ``measure(rate) -> judged point``.  Upward through
     ``grid`` until a point fails; then bisection between the last pass and the first
@@ -155,9 +157,11 @@ def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int =
     fails, is measured once more (``again`` in the second) and the second counts: on the
     H200 the first point after an engine's warm-up failed on stalls of the whole engine
     that no later point showed (bench/results/h200-capacity/, run 10), so a failure on an
-    engine's first measured traffic is not trusted alone.  Returns the capacity (0.0 when
-    nothing passed), the bracket, every point in the order run, and ``held_at_top`` when
-    the whole grid passed (capacity is at least that)."""
+    engine's first measured traffic is not trusted alone.  ``climbs``: when the whole grid
+    passes, raise the rate by ``CLIMB`` at most that many times until a point fails (run 19
+    held at the top of its grid and ended, its limit unbracketed, with device time left).
+    Returns the capacity (0.0 when nothing passed), the bracket, every point in the order
+    run, and ``held_at_top`` when every rate measured passed (capacity is at least that)."""
     points, grid = [], sorted(grid)
     passed, failed = known
 
@@ -175,6 +179,12 @@ def find(measure, grid: list, *, resolution: float = RESOLUTION, halvings: int =
         else:
             failed = rate
             break
+    for _ in range(climbs if failed is None and passed is not None else 0):
+        rate = round(passed * CLIMB, 3)
+        if not run(rate):
+            failed = rate
+            break
+        passed = rate
     if passed is None and failed is not None:
         rate = failed
         for _ in range(halvings):

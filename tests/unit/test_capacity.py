@@ -144,6 +144,18 @@ def test_a_first_rate_that_fails_is_halved_and_a_grid_that_holds_is_a_lower_boun
     assert top["capacity"] == 2 and top["held_at_top"] is True and top["first_failure"] is None
 
 
+def test_a_grid_that_holds_at_its_top_climbs_until_a_rate_fails_then_bisects():
+    """Run 19: 0.55 and 0.65 held and the search ended with its limit unbracketed."""
+    found = capacity.find(threshold(0.7), [0.55, 0.65], climbs=2)
+    assert [p["rate"] for p in found["points"]] == [0.55, 0.65, 0.812, 0.731, 0.691, 0.711]
+    assert found["capacity"] == 0.691 and found["first_failure"] == 0.711 and found["held_at_top"] is False
+    # climbs bounded: an engine above every climb is still a lower bound
+    high = capacity.find(threshold(100), [1, 2], climbs=2)
+    assert [p["rate"] for p in high["points"]] == [1, 2, 2.5, 3.125] and high["held_at_top"] is True
+    # a grid that failed within itself never climbs
+    assert 8 not in [p["rate"] for p in capacity.find(threshold(3), [1, 2, 4], climbs=2)["points"]]
+
+
 def test_a_first_point_that_fails_is_measured_again_before_it_counts():
     """Run 10: the first point after the warm-up failed on stalls of the whole engine that
     no later point showed.  An engine that stalls only on its first measured traffic gets
