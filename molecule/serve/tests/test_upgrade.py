@@ -7,10 +7,12 @@ both hosts, a canary first, each out of the gateway's rotation while it changes;
 revision whose weights do not match its config.json (vLLM's parser accepts it, the engine
 cannot load it) fails on the canary, which is rolled back, and the rollout stops there.
 Afterwards the mirror and the fleet are put back on the inventory's pinned revision: the
-file leaves the fleet as it found it.  The good change runs the whole site.yml, as an
-operator rolls a change; the bad one and the putting back run it over the inference hosts
+file leaves the fleet as it found it.  The good change and the putting back run the whole
+site.yml, as an operator rolls a change (the monitoring host's probe of the mirror follows
+the pinned revision, so it changes with them); the bad one runs it over the inference hosts
 alone (`--limit node1,node2`: each host's own run publishes it to the gateway and to
-monitoring, so the mirror's plays add nothing but minutes to them on two shared cores)."""
+monitoring and its rollback restores that, so the mirror's plays add nothing but minutes on
+two shared cores)."""
 from __future__ import annotations
 
 import json
@@ -125,8 +127,8 @@ def revisions(host, tmp_path_factory):
     assert shas[2] == FIRST, shas
     yield {"good": shas[1], "bad": shas[0]}
     host.check_output("git -c safe.directory=* -C %s reset --quiet --hard %s" % (MIRROR_REPO, FIRST))
-    rc, output, took = site("--limit", "node1,node2")
-    print("put back on the pinned revision: site.yml --limit node1,node2 %.0fs, rc %d, changed %s; serving %s"
+    rc, output, took = site()
+    print("put back on the pinned revision: site.yml %.0fs, rc %d, changed %s; serving %s"
           % (took, rc, recap_changed(output), json.dumps(served(host))))
     assert rc == 0, output[-3000:]
     assert served(host) == {"node1": FIRST, "node2": FIRST}
