@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
+import sys
 import time
 from pathlib import Path
 
 import testinfra
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
+from playbook_output import run_playbook  # noqa: E402
 
 PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
 # The fleet CA's certificate, in the scenario's gateway_ca_dir on this control node (molecule.yml).
@@ -26,15 +28,12 @@ def address(host) -> str:
 
 
 def playbook(name: str, *args: str) -> tuple[int, str, float]:
-    """A playbook of the project on the scenario's fleet, as molecule's converge runs site.yml."""
-    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    """A playbook of the project on the scenario's fleet, as molecule's converge runs site.yml:
+    (rc, what it printed, seconds)."""
     started = time.monotonic()
-    run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i", inventory,
-                          str(PROJECT / "playbooks" / name), *args],
-                         cwd=PROJECT, capture_output=True, text=True,
-                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-                                  ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    return run.returncode, run.stdout + run.stderr, time.monotonic() - started
+    rc, output = run_playbook(os.environ["MOLECULE_INVENTORY_FILE"], str(PROJECT / "playbooks" / name), *args,
+                              cwd=PROJECT)
+    return rc, output, time.monotonic() - started
 
 
 def site(*args: str) -> tuple[int, str, float]:

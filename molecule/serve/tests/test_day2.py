@@ -8,9 +8,7 @@ they run with the other host tests, on the fleet as converged."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,19 +18,9 @@ import matplotlib.image
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 from playbook_output import printed  # noqa: E402
-from serve_hosts import other  # noqa: E402
+from serve_hosts import other, playbook  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
-PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
-
-
-def playbook(name: str, *args: str) -> tuple[int, str]:
-    run = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i",
-                          os.environ["MOLECULE_INVENTORY_FILE"], str(PROJECT / "playbooks" / name), *args],
-                         cwd=PROJECT, capture_output=True, text=True,
-                         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-                                  ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    return run.returncode, run.stdout + run.stderr
 
 
 def verdicts(output: str) -> dict:
@@ -45,15 +33,15 @@ def verdicts(output: str) -> dict:
 def test_benchmark_writes_the_results_a_summary_and_a_plot(host, tmp_path):
     small = ["-e", json.dumps({"benchmark_input_len": 32, "benchmark_output_len": 8, "benchmark_prompts_per_level": 4,
                                "benchmark_results_dir": str(tmp_path)})]
-    rc, output = playbook("benchmark.yml", *small, "-e", '{"benchmark_concurrency": [1, 2]}')
+    rc, output, _took = playbook("benchmark.yml", *small, "-e", '{"benchmark_concurrency": [1, 2]}')
     assert rc == 0, output[-4000:]
-    rc, output = playbook("benchmark.yml", *small, "-e", '{"benchmark_concurrency": [1]}',
+    rc, output, _took = playbook("benchmark.yml", *small, "-e", '{"benchmark_concurrency": [1]}',
                           "-e", "benchmark_target=instances")
     assert rc == 0, output[-4000:]
     # open loop: the capacity search's point (Poisson arrivals at 2 requests/s), judged
     rates = {"benchmark_label": "rates", "benchmark_request_rate": [2], "benchmark_ramp_s": 2,
              "benchmark_window_s": 15, "benchmark_slo": {"ttft_p99_s": 10, "tpot_mean_ms": 1000}}
-    rc, open_output = playbook("benchmark.yml", *small, "-e", json.dumps(rates))
+    rc, open_output, _took = playbook("benchmark.yml", *small, "-e", json.dumps(rates))
     assert rc == 0, open_output[-4000:]
     rate_point = json.loads((tmp_path / "rates" / "rates--gateway--r2.json").read_text())
     assert rate_point["request_rate"] == 2 and len(rate_point["start_times"]) == 34
@@ -78,7 +66,7 @@ def test_benchmark_writes_the_results_a_summary_and_a_plot(host, tmp_path):
 
 
 def test_a_healthy_fleet_is_all_good(host):
-    rc, output = playbook("diagnose.yml")
+    rc, output, _took = playbook("diagnose.yml")
     found = verdicts(output)
     print("diagnose (healthy):", json.dumps({h: sorted(c for c, (v, _e) in checks.items() if v != "ok")
                                              for h, checks in found.items()}))
@@ -97,7 +85,7 @@ def test_a_fleet_broken_three_ways_is_named(host):
     node1.check_output("sh -c %s", "printf '\\n' >> %s" % changed)
     node2.check_output("systemctl stop vllm@main.service")
     try:
-        rc, output = playbook("diagnose.yml", "-e", "diagnose_served_model_name=gemma-4-31B")
+        rc, output, _took = playbook("diagnose.yml", "-e", "diagnose_served_model_name=gemma-4-31B")
     finally:
         subprocess.run(["docker", "exec", "-i", node1.ansible.get_variables()["ansible_host"], "sh", "-c",
                         "cat > %s" % changed], input=original, text=True, check=True)

@@ -223,8 +223,8 @@ def test_a_change_the_engine_cannot_start_is_rolled_back_on_the_canary(host, rev
     rc, output, took, summary = roll_out(host, revisions["bad"], "-e", "preflight_port=8100",
                                          "--limit", "node1,node2")
     failed = [msg for name, msg in messages(output, "fatal") if name == "node1" and "the change (" in msg]
-    print("bad change: site.yml --limit node1,node2 %.0fs, rc %d; requests %d sent, %d failed, %d sent again on a new connection; "
-          "serving %s" % (took, rc, summary["sent"], summary["failed"], summary["reconnected"],
+    print("bad change: site.yml --limit node1,node2 %.0fs, rc %d; requests %d sent, %d failed, %d sent again on a "
+          "new connection; serving %s" % (took, rc, summary["sent"], summary["failed"], summary["reconnected"],
                           json.dumps(served(host))))
     print("rollback message:", failed[0].split("--- journal")[0] if failed else output[-3000:])
     print("slowest tasks:\n" + slowest_tasks(output))
