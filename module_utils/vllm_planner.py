@@ -726,7 +726,11 @@ def _capacity(result: dict, shape: Shape, groups, group_size: int, available: in
         costs = capacity_model.step_costs(result, gpu, kv_read_bytes, workload)
     except capacity_model.NoModel as exc:
         return {"why": str(exc)}
-    held = kv_capacity(groups, group_size, available, footprint, batched)["max_concurrency"]
+    # While it decodes (most of its time in flight), a request computes one token a step and
+    # vLLM frees a sliding-window layer's blocks behind the window (SlidingWindowManager.
+    # remove_skipped_blocks): those layers hold their window, not window + chunk as in vLLM's
+    # worst-case concurrency (kv_cache_tokens above).
+    held = kv_capacity(groups, group_size, available, footprint, 1)["max_concurrency"]
     instance = capacity_model.capacity(costs, workload, slo, held)
     host = round(instance["requests_per_s"] * result["replicas"], 2)
     found = {"per_instance": instance, "per_host_requests_per_s": host, "kv_requests": round(held, 1),
