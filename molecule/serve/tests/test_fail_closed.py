@@ -1,8 +1,10 @@
 """The engines stay closed, and serving, under what admins do to a host by hand: a flush
 of the ruleset, a restart of the distribution's nftables.service, a raw restart of an
-engine under a load through the gateway.  Each test leaves the fleet as converged."""
+engine under streams on it and a load through the gateway.  Each test leaves the fleet as
+converged."""
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -15,7 +17,39 @@ from fleet_load import Load  # noqa: E402
 from serve_hosts import CA, address, other, site  # noqa: E402
 
 testinfra_hosts = ["ansible://mirror"]
-KEY, MODEL = "molecule-tester-key-0123", "tiny-gemma4"
+KEY, ENGINE_KEY, MODEL = "molecule-tester-key-0123", "molecule-serve-key", "tiny-gemma4"
+VENV = "/opt/vllm/cpu-0.32.0/bin/python"
+# Runs on node1 in the engine's venv (vLLM brings the openai client): n streams against the
+# engine itself (no gateway in the way), then `systemctl restart` once every stream has its
+# first chunk.
+RESTART_UNDER_STREAMS = r"""
+import concurrent.futures, json, subprocess, sys, threading, time
+import openai
+url, key, model, n, tokens = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+api = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0, timeout=600)
+flowing = [threading.Event() for _ in range(n)]
+def stream(i):
+    chunks, finish = 0, None
+    try:
+        for chunk in api.chat.completions.create(model=model, stream=True, max_tokens=tokens,
+                messages=[{"role": "user", "content": "Hello"}], extra_body={"ignore_eos": True}):
+            chunks += 1
+            finish = chunk.choices[0].finish_reason if chunk.choices else finish
+            flowing[i].set()
+    except Exception as exc:
+        return {"finished": False, "chunks": chunks, "error": type(exc).__name__}
+    return {"finished": finish == "length", "chunks": chunks, "finish_reason": finish}
+with concurrent.futures.ThreadPoolExecutor(n) as pool:
+    jobs = [pool.submit(stream, i) for i in range(n)]
+    started = all(e.wait(300) for e in flowing)
+    t0 = time.monotonic()
+    restart = subprocess.Popen(["systemctl", "restart", "vllm@main.service"])
+    results = [j.result() for j in jobs]
+    streams_done = time.monotonic() - t0
+restart.wait()
+print(json.dumps({"started": started, "results": results, "streams_done_s": round(streams_done, 1),
+                  "restart_s": round(time.monotonic() - t0, 1), "restart_rc": restart.returncode}))
+"""
 # How a connection to an engine port ends: "open", or the exception's name.
 PROBE = ("import socket, sys\ntry:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()"
          "\n    print('open')\nexcept OSError as e:\n    print(type(e).__name__)")
@@ -101,23 +135,29 @@ def test_restarting_or_stopping_nftables_keeps_the_engines_table(host):
 
 def test_a_raw_restart_of_an_engine_loses_no_request(host):
     """`systemctl restart vllm@main` on node1 (what an admin, a reboot or a unit edit does),
-    not the rollout's drain, under a load through the gateway: while it drains, vLLM
-    answers new requests 500 ("cannot schedule new futures after shutdown"), then refuses
-    connections until it serves again.  The gateway retries both on node2 (nothing had
-    reached the client), and the graceful stop lets node1's running streams finish:
+    not the rollout's drain, with 24 streams of 300 tokens running on node1's engine itself
+    and a load through the gateway: while it drains, vLLM answers new requests 500 ("cannot
+    schedule new futures after shutdown"), then refuses connections until it serves again.
+    The gateway retries both on node2 (nothing had reached the client), and the graceful
+    stop (--shutdown-timeout, the plan's; KillMode=mixed) lets the running streams finish:
     nothing fails."""
     node1 = other(host, "node1")
-    restart = ["docker", "exec", node1.ansible.get_variables()["ansible_host"],
-               "systemctl", "restart", "vllm@main.service"]
+    streams = ["docker", "exec", node1.ansible.get_variables()["ansible_host"], VENV, "-c", RESTART_UNDER_STREAMS,
+               "http://%s:8000" % address(node1), ENGINE_KEY, MODEL, "24", "300"]
     gateway = "https://%s:443" % address(host)
     with Load(gateway, str(CA), KEY, MODEL, clients=6, rate=3.0) as load:
         time.sleep(5)
-        started = time.monotonic()
-        subprocess.run(restart, check=True, capture_output=True, timeout=900)
-        took = time.monotonic() - started
+        run = subprocess.run(streams, capture_output=True, text=True, timeout=900)
         time.sleep(5)
     summary = load.summary()
-    print("raw restart of node1's engine (%.0fs until healthy) under load: %s" % (took, summary))
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    finished = sum(r["finished"] for r in result["results"])
+    print("raw restart of node1's engine under 24 streams (%d finished, done %.1fs after the restart began; healthy "
+          "again after %.1fs, systemctl rc %d) and a load through the gateway: %s"
+          % (finished, result["streams_done_s"], result["restart_s"], result["restart_rc"], summary))
+    assert result["started"] and result["restart_rc"] == 0
+    assert finished == 24, result["results"]
     assert node1.service("vllm@main").is_running
     assert summary["sent"] >= 20, summary
     assert summary["failed"] == 0, summary["failures"]
