@@ -59,13 +59,6 @@ options:
     type: list
     elements: list
     default: []
-  inference_env:
-    description:
-      - Their plans' engine environment (C(preflight_plan.vllm_env)), in the same order; it may set
-        C(VLLM_HTTP_TIMEOUT_KEEP_ALIVE) (vLLM's default 5 s).
-    type: list
-    elements: dict
-    default: []
   engine_key:
     description: The engines' key (C(vllm_fleet_api_key)), which the gateway sends them; checked, never returned.
     type: str
@@ -117,15 +110,10 @@ allowed_paths:
   type: list
   elements: str
 upstreams:
-  description: The instances to balance over, sorted by host and port, each with its engine's keep-alive.
+  description: The instances to balance over, sorted by host and port.
   returned: success
   type: list
   elements: dict
-keepalive_timeout_ms:
-  description: How long the gateway keeps an idle connection to an engine, below the engines' own keep-alive.
-  returned: success
-  type: int
-  sample: 4000
 names:
   description: The names and addresses the server certificate and C(server_name) carry, checked.
   returned: success
@@ -162,7 +150,6 @@ def main():
             inference_hosts=dict(type="list", elements="str", default=[]),
             inference_addresses=dict(type="list", elements="str", default=[]),
             inference_instances=dict(type="list", elements="list", default=[]),
-            inference_env=dict(type="list", elements="dict", default=[]),
             engine_key=dict(type="str", default="", no_log=True),
             address=dict(type="str", default=""),
             other_names=dict(type="list", elements="str", default=[]),
@@ -173,7 +160,7 @@ def main():
     try:
         result = plan(params["clients"], params["keys"], params["defaults"], params["allowed_paths"], params["tls"],
                       upstreams(params["inference_hosts"], params["inference_addresses"],
-                                params["inference_instances"], params["inference_env"]),
+                                params["inference_instances"]),
                       params["engine_key"], params["address"], params["other_names"])
     except GatewayError as exc:
         module.fail_json(msg=str(exc))

@@ -82,7 +82,7 @@ upstreams:
   returned: success
   type: list
   elements: dict
-  sample: [{host: node1, instance: main, address: 10.0.0.2, port: 8000, server: "10.0.0.2:8000", keep_alive: 5}]
+  sample: [{host: node1, instance: main, address: 10.0.0.2, port: 8000, server: "10.0.0.2:8000"}]
 targets:
   description: Job name to the host's file_sd target groups (C(targets), C(labels)); empty where it has none.
   returned: success

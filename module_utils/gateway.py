@@ -121,24 +121,15 @@ ADDRESS = re.compile(r"^(?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}|[0-9A-Fa-f.]*:[0-9A
 def endpoint(address: str, port: int) -> str:
     """``address:port``, an IPv6 address in brackets."""
     return ("[%s]:%d" if ":" in address else "%s:%d") % (address, port)
-# vLLM's API server (uvicorn) closes a connection idle this long (VLLM_HTTP_TIMEOUT_KEEP_ALIVE).
-ENGINE_KEEP_ALIVE = 5
 
 
-def upstreams(hosts: list, addresses: list, instances: list, envs: list | None = None) -> list:
+def upstreams(hosts: list, addresses: list, instances: list) -> list:
     """Every instance of the inference hosts' plans as the gateway reaches it: the address
-    the instance is bound to, or, bound to every address, the host's inventory address;
-    and how long the engine keeps an idle connection (``envs``: the plans' ``vllm_env``).
+    the instance is bound to, or, bound to every address, the host's inventory address.
     A serving group's worker (``--headless``) serves no API: its engine answers at the
     head, so it is no upstream (and no scrape target)."""
-    found, envs = [], list(envs or [])
-    envs += [{}] * (len(hosts) - len(envs))
-    for host, address, planned, env in zip(hosts, addresses, instances, envs):
-        keep_alive = str((env or {}).get("VLLM_HTTP_TIMEOUT_KEEP_ALIVE", ENGINE_KEEP_ALIVE))
-        if not keep_alive.isdigit() or int(keep_alive) < 1:
-            raise GatewayError("preflight_vllm_env: VLLM_HTTP_TIMEOUT_KEEP_ALIVE of %s is %r, not a whole number "
-                               "of seconds > 0" % (host, keep_alive))
-        keep_alive = int(keep_alive)
+    found = []
+    for host, address, planned in zip(hosts, addresses, instances):
         for instance in planned or []:
             if instance["args"].get("headless"):
                 continue
@@ -149,20 +140,8 @@ def upstreams(hosts: list, addresses: list, instances: list, envs: list | None =
                                    % ("ansible_host" if bound in WILDCARDS else "the host flag of instance "
                                       + str(instance["name"]), host, reached))
             found.append({"host": host, "instance": instance["name"], "port": int(instance["port"]),
-                          "address": reached, "server": endpoint(reached, int(instance["port"])),
-                          "keep_alive": keep_alive})
+                          "address": reached, "server": endpoint(reached, int(instance["port"]))})
     return sorted(found, key=lambda u: (u["host"], u["port"]))
-
-
-def keepalive_timeout_ms(found: list) -> int:
-    """How long the gateway keeps an idle connection to the engines: a second less than the
-    shortest engine keep-alive (half of it below two seconds).  Were it longer, the gateway
-    could send a request on a connection the engine is closing: nginx counts that error
-    against the instance, and with one instance left in rotation (the other draining) the
-    next ``fail_timeout`` seconds have none.  Without a plan in the run (``--limit`` to the
-    gateways), vLLM's default keep-alive."""
-    shortest = min([u["keep_alive"] for u in found] or [ENGINE_KEEP_ALIVE]) * 1000
-    return max(shortest - 1000, shortest // 2, 1)
 
 
 def is_ip(text: str) -> bool:
@@ -214,8 +193,7 @@ def plan(given_clients: list, keys: list, defaults: dict, allowed_paths: list, t
                    + list(tls.get("names") or []))
     return {"clients": result, "allowed_paths": list(allowed_paths),
             "largest_body_bytes": max(size_bytes(c["max_body_size"]) for c in result),
-            "upstreams": upstreams, "keepalive_timeout_ms": keepalive_timeout_ms(upstreams),
-            "names": names,
+            "upstreams": upstreams, "names": names,
             "subject_alt_name": ["%s:%s" % ("IP" if is_ip(n) else "DNS", n) for n in names],
             "name_constraints": [name_constraint(n) for n in names]}
 

@@ -75,8 +75,7 @@ def targets(groups: dict, addresses: dict, plans: dict, model: dict, ports: dict
     endpoint (job ``gateway_tls``, probed for the certificate's expiry; empty without it)."""
     inference = groups.get("inference", [])
     found = upstreams(inference, [addresses.get(h) or "" for h in inference],
-                      [(plans.get(h) or {}).get("instances", []) for h in inference],
-                      [(plans.get(h) or {}).get("vllm_env", {}) for h in inference])
+                      [(plans.get(h) or {}).get("instances", []) for h in inference])
     engines = [_group([u["server"]],
                       {"host": u["host"], "vllm_instance": u["instance"]}) for u in found]
     health = [_group(["http://%s%s" % (u["server"], ports["health_path"])],

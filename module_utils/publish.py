@@ -44,7 +44,7 @@ def entries(host: str, address: str, group_names: list, plan: dict | None, ports
     if state == "absent":
         return {"state": state, "upstreams": [], "targets": {job: [] for job in JOBS}}
     planned = plan.get("instances", []) if instances is None else instances
-    found = upstreams([host], [address], [planned], [plan.get("vllm_env", {})])
+    found = upstreams([host], [address], [planned])
     groups = {name: [host] for name in group_names or []}
     jobs = targets(groups, {host: address}, {host: dict(plan, instances=planned)}, {}, ports)
     return {"state": state, "upstreams": found, "targets": {job: jobs.get(job, []) for job in JOBS}}

@@ -12,8 +12,8 @@ from ansible.module_utils.gateway import GatewayError, plan, size_bytes, upstrea
 
 DEFAULTS = {"rate_per_second": 10, "burst": 20, "connections": 16, "max_body_size": "1m"}
 PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
-UPSTREAMS = [{"host": "node1", "instance": "main", "address": "10.0.0.2", "port": 8000, "keep_alive": 5},
-             {"host": "node2", "instance": "main", "address": "10.0.0.3", "port": 8000, "keep_alive": 5}]
+UPSTREAMS = [{"host": "node1", "instance": "main", "address": "10.0.0.2", "port": 8000},
+             {"host": "node2", "instance": "main", "address": "10.0.0.3", "port": 8000}]
 KEY_A, KEY_B = "a" * 24, "b" * 24
 
 
@@ -79,11 +79,10 @@ def test_upstreams_are_where_each_instance_is_bound():
                 {"name": "replica1", "port": 8001, "args": {"host": "0.0.0.0"}}]
     assert upstreams(["node2", "node1", "node3"], ["", "node1.example", ""], [bound, wildcard, []]) == [
         {"host": "node1", "instance": "replica0", "port": 8000, "address": "node1.example",
-         "server": "node1.example:8000", "keep_alive": 5},
+         "server": "node1.example:8000"},
         {"host": "node1", "instance": "replica1", "port": 8001, "address": "node1.example",
-         "server": "node1.example:8001", "keep_alive": 5},
-        {"host": "node2", "instance": "main", "port": 8000, "address": "10.0.0.3", "server": "10.0.0.3:8000",
-         "keep_alive": 5}]
+         "server": "node1.example:8001"},
+        {"host": "node2", "instance": "main", "port": 8000, "address": "10.0.0.3", "server": "10.0.0.3:8000"}]
 
 
 def test_an_ipv6_address_is_bracketed_where_nginx_and_prometheus_read_it():
@@ -101,28 +100,6 @@ def test_an_address_that_is_no_host_name_or_ip_is_refused_by_name(address, bound
     with pytest.raises(GatewayError) as refused:
         upstreams(["node1"], [address], [[{"name": "main", "port": 8000, "args": {"host": bound}}]])
     assert str(refused.value).startswith(message)
-
-
-@pytest.mark.parametrize("envs, expected_ms", [
-    ([], 4000),  # vLLM's default keep-alive, 5 s
-    ([{"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "30"}, {}], 4000),  # the shortest engine's decides
-    ([{"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": 30}, {"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": 30}], 29000),
-    ([{"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": 1}, {"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": 1}], 500),
-])
-def test_the_gateway_drops_idle_connections_before_the_engines_do(envs, expected_ms):
-    """A connection the engine closes while the gateway sends on it is an error nginx counts
-    against the instance (max_fails): the gateway's idle timeout stays below the engines'."""
-    instance = [{"name": "main", "port": 8000, "args": {"host": "0.0.0.0"}}]
-    found = upstreams(["node1", "node2"], ["", ""], [instance, instance], envs)
-    result = plan([{"name": "alice"}], [KEY_A], DEFAULTS, PATHS, {}, found)
-    assert result["keepalive_timeout_ms"] == expected_ms
-    assert result["keepalive_timeout_ms"] < min(u["keep_alive"] for u in found) * 1000
-
-
-def test_a_bad_engine_keep_alive_is_refused_by_name():
-    instance = [{"name": "main", "port": 8000, "args": {}}]
-    with pytest.raises(GatewayError, match="preflight_vllm_env: VLLM_HTTP_TIMEOUT_KEEP_ALIVE of node1 is '0s'"):
-        upstreams(["node1"], [""], [instance], [{"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "0s"}])
 
 
 def test_sizes_in_nginx_syntax():
@@ -220,7 +197,7 @@ def test_each_key_matches_itself_alone_in_the_keys_file():
 
 def test_a_run_limited_to_the_gateways_needs_no_plan():
     """The hosts publish their own upstream files: a gateway run without the inference
-    hosts' plans (``--limit gateways``) is planned, with vLLM's default keep-alive."""
+    hosts' plans (``--limit gateways``) is planned."""
     result = plan([{"name": "alice"}], [KEY_A], DEFAULTS, PATHS, {}, [])
-    assert result["upstreams"] == [] and result["keepalive_timeout_ms"] == 4000
+    assert result["upstreams"] == []
 
