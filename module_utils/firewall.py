@@ -2,8 +2,10 @@
 
 Plain Python, no Ansible imports; ``library/firewall_check.py`` wraps it.  The role writes
 one nftables table (``inet vllm_fleet``, ``roles/vllm_service/templates/firewall.nft.j2``):
-loopback accepted, the engine ports accepted from the gateways and monitoring hosts,
-every other connection to them reset.  A ``nft flush ruleset`` (what Debian's
+loopback accepted, new connections to a stopping instance's port (the set ``draining``)
+reset, the engine ports accepted from the gateways and monitoring hosts, every other
+connection to them reset.  Which ports are draining is the instances' state, not the
+fleet's: the set's elements are not compared.  A ``nft flush ruleset`` (what Debian's
 ``/etc/nftables.conf`` starts with, so every ``systemctl restart nftables``) or a hand
 edit removes or changes it while the file on disk and its loader unit still look right;
 only the live ruleset tells.  ``problems()`` compares ``nft -j list table inet
@@ -14,12 +16,14 @@ from __future__ import annotations
 import json
 
 TABLE = ("inet", "vllm_fleet")
+# the named set of the ports whose instances are stopping, as a rule refers to it
+DRAINING = "@draining"
 
 
 def expected(ports: list, ipv4: list, ipv6: list) -> list:
     """The rules of the table's input chain, in order, as ``rules()`` reads them back."""
     ports = frozenset(int(p) for p in ports)
-    wanted = [("iif", "lo", "accept")]
+    wanted = [("iif", "lo", "accept"), ("tcp dport", DRAINING, "ct state", "new", "reject", "tcp reset")]
     if ipv4:
         wanted.append(("tcp dport", ports, "ip saddr", frozenset(ipv4), "accept"))
     if ipv6:
@@ -39,14 +43,19 @@ def _rule(expr: list) -> tuple:
     reader does not know makes the rule read as unknown (so it never matches)."""
     out: list = []
     for part in expr:
-        if "match" in part and part["match"].get("op") == "==":
-            left, right = part["match"]["left"], part["match"]["right"]
+        match = part.get("match") or {}
+        if match.get("op") == "in" and match["left"].get("ct", {}).get("key") == "state":
+            out += ["ct state", match["right"]]  # a flag matches with "in"
+        elif match.get("op") == "==":
+            left, right = match["left"], match["right"]
             if left.get("meta", {}).get("key") in ("iif", "iifname"):
                 out += ["iif", right]
             elif "payload" in left:
                 payload = left["payload"]
                 name = "%s %s" % (payload.get("protocol"), payload.get("field"))
-                if name == "tcp dport":
+                if isinstance(right, str) and right.startswith("@"):  # a named set
+                    out += [name, right]
+                elif name == "tcp dport":
                     out += [name, frozenset(int(v) for v in _values(right))]
                 else:
                     out += [name, _values(right)]

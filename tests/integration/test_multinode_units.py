@@ -35,8 +35,10 @@ def test_the_head_serves_and_waits_for_health_the_worker_runs_vllm_serve_headles
                          engine_version="0.25.1")
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "vllm_runtime_venv": VENV, "vllm_fleet_engine": "cuda"}
+    # behind a gateway (its address, admitted by tasks/firewall_callers.yml in a real run)
+    host["_vllm_service_admitted"] = {"allow": ["localhost", "10.0.0.9"], "addresses": ["10.0.0.9"]}
     inventory = tmp_path / "hosts.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"children": {"inference": {"hosts": {
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"gateways": {"hosts": {"gw": {}}}, "inference": {"hosts": {
         name: dict(host, preflight_plan=plans[name],
                    preflight_serving_group=GROUP[:2] if name != "solo" else []) for name in GROUP}}}}}))
     book = tmp_path / "render.yml"
@@ -46,9 +48,10 @@ def test_the_head_serves_and_waits_for_health_the_worker_runs_vllm_serve_headles
         "tasks": [{"name": "Render the unit", "ansible.builtin.template": {
             "src": str(ROLE / "templates/vllm@.service.j2"), "dest": str(tmp_path / "{{ inventory_hostname }}.service"),
             "mode": "0644"}, "delegate_to": "localhost"}]}]))
-    run = playbook(book, inventory)
+    run = playbook(book, inventory, extra_vars={"vllm_service_stop_grace": 3})
     assert run.rc == 0, run.stderr
-    head, worker, solo = (unit((tmp_path / f"{name}.service").read_text()) for name in GROUP)
+    texts = {name: (tmp_path / f"{name}.service").read_text() for name in GROUP}
+    head, worker, solo = (unit(texts[name]) for name in GROUP)
 
     assert worker["Service"]["ExecStart"] == f"{VENV}/bin/vllm serve --config /etc/vllm/%i.yaml"
     assert "ExecStartPost" not in worker["Service"]
@@ -57,6 +60,13 @@ def test_the_head_serves_and_waits_for_health_the_worker_runs_vllm_serve_headles
         assert served["Service"]["ExecStart"] == (
             f"{VENV}/bin/python -m vllm.entrypoints.openai.api_server --config /etc/vllm/%i.yaml")
         assert served["Service"]["ExecStartPost"].startswith(f"{VENV}/bin/python /usr/local/lib/vllm-fleet/vllm_probe.py")
+    # a stop refuses new connections at the port, waits, then signals; the port opens once stopped
+    for name in ("l40s-a", "solo"):
+        stops = [line for line in texts[name].splitlines() if line.startswith(("ExecStop=", "ExecStopPost="))]
+        assert stops == ["ExecStop=-+/usr/sbin/nft add element inet vllm_fleet draining { ${FLEET_PORT} }",
+                         "ExecStop=/bin/sleep 3",
+                         "ExecStopPost=-+/usr/sbin/nft delete element inet vllm_fleet draining { ${FLEET_PORT} }"], name
+    assert "ExecStop" not in texts["l40s-b"]  # a worker has no port of its own
     # the same hardening and graceful stop on every host
     for key in ("KillMode", "TimeoutStopSec", "ProtectSystem", "SystemCallFilter", "User"):
         assert head["Service"][key] == worker["Service"][key] == solo["Service"][key], key

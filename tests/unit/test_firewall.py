@@ -1,5 +1,6 @@
 """The live-table reader against a listing nft 1.0.6 (Debian 12) printed for the table
-the role writes (two engine ports, two IPv4 callers, one IPv6 caller)."""
+the role writes (two engine ports, two IPv4 callers, one IPv6 caller), with the instance
+on port 8001 stopping (its port in the set draining)."""
 from __future__ import annotations
 
 import copy
@@ -29,20 +30,20 @@ def test_a_table_without_its_chain_is_open():
 
 def test_a_caller_missing_from_the_live_rule_is_named():
     assert problems(LISTING, PORTS, IPV4 + ["172.17.0.9"], IPV6) == [
-        "rule 2 is tcp dport 8000,8001 ip saddr 172.17.0.2,172.17.0.3 accept, "
+        "rule 3 is tcp dport 8000,8001 ip saddr 172.17.0.2,172.17.0.3 accept, "
         "expected tcp dport 8000,8001 ip saddr 172.17.0.2,172.17.0.3,172.17.0.9 accept"]
 
 
 def test_a_port_the_live_table_does_not_close_is_named():
     found = problems(LISTING, PORTS + [8002], IPV4, IPV6)
-    assert len(found) == 3 and found[-1] == ("rule 4 is tcp dport 8000,8001 reject tcp reset, "
+    assert len(found) == 3 and found[-1] == ("rule 5 is tcp dport 8000,8001 reject tcp reset, "
                                              "expected tcp dport 8000,8001,8002 reject tcp reset")
 
 
 def test_a_deleted_reject_rule_is_missing():
     edited = copy.deepcopy(LISTING)
     edited["nftables"] = edited["nftables"][:-1]
-    assert problems(edited, PORTS, IPV4, IPV6) == ["rule 4 is missing, expected tcp dport 8000,8001 reject tcp reset"]
+    assert problems(edited, PORTS, IPV4, IPV6) == ["rule 5 is missing, expected tcp dport 8000,8001 reject tcp reset"]
 
 
 def test_a_rule_added_by_hand_is_reported():
@@ -51,11 +52,29 @@ def test_a_rule_added_by_hand_is_reported():
     extra["rule"]["expr"] = [{"counter": {"packets": 0, "bytes": 0}}, {"accept": None}]
     edited["nftables"].append(extra)
     found = problems(edited, PORTS, IPV4, IPV6)
-    assert len(found) == 1 and found[0].startswith("rule 5 is unknown") and found[0].endswith("expected none")
+    assert len(found) == 1 and found[0].startswith("rule 6 is unknown") and found[0].endswith("expected none")
 
 
 def test_a_single_port_and_address_read_as_one_element_sets():
     # nft prints a one-element set as a plain value (the IPv6 rule of the listing)
     assert problems(LISTING, PORTS, IPV4, ["fd00::1"]) == []
     found = problems(LISTING, PORTS, IPV4, [])
-    assert found[0].startswith("rule 3 is tcp dport 8000,8001 ip6 saddr fd00::1 accept")
+    assert found[0].startswith("rule 4 is tcp dport 8000,8001 ip6 saddr fd00::1 accept")
+
+
+def test_the_draining_ports_are_state_not_a_difference():
+    emptied = copy.deepcopy(LISTING)
+    for item in emptied["nftables"]:
+        if "set" in item:
+            assert item["set"]["elem"] == [8001]
+            del item["set"]["elem"]
+    assert problems(emptied, PORTS, IPV4, IPV6) == []
+
+
+def test_a_table_without_the_drain_rule_is_named():
+    edited = copy.deepcopy(LISTING)
+    edited["nftables"] = [item for item in edited["nftables"]
+                          if "@draining" not in json.dumps(item.get("rule", {}))]
+    assert problems(edited, PORTS, IPV4, IPV6)[0] == (
+        "rule 2 is tcp dport 8000,8001 ip saddr 172.17.0.2,172.17.0.3 accept, "
+        "expected tcp dport @draining ct state new reject tcp reset")

@@ -137,8 +137,11 @@ def test_a_raw_restart_of_an_engine_loses_no_request(host):
     """`systemctl restart vllm@main` on node1 (what an admin, a reboot or a unit edit does),
     not the rollout's drain, with 24 streams of 300 tokens running on node1's engine itself
     and a load through the gateway: while it drains, vLLM answers new requests 500 ("cannot
-    schedule new futures after shutdown"), then refuses connections until it serves again.
-    The gateway retries both on node2 (nothing had reached the client), and the graceful
+    schedule new futures after shutdown"), and a request that reaches its engine after the
+    stop began is answered as aborted (HTTP 200, no tokens), which no gateway can retry; so
+    the unit first makes the port refuse new connections for vllm_service_stop_grace
+    seconds, and the gateway opens one per request.  It retries the refused connections and
+    the 500s on node2 (nothing had reached the client), and the graceful
     stop (--shutdown-timeout, the plan's; KillMode=mixed) lets the running streams finish:
     nothing fails."""
     node1 = other(host, "node1")
@@ -159,6 +162,8 @@ def test_a_raw_restart_of_an_engine_loses_no_request(host):
     assert result["started"] and result["restart_rc"] == 0
     assert finished == 24, result["results"]
     assert node1.service("vllm@main").is_running
+    # the port refused new connections while it stopped (ExecStop=), and no longer does
+    assert "elements" not in node1.check_output("nft list set inet vllm_fleet draining")
     assert summary["sent"] >= 20, summary
     assert summary["failed"] == 0, summary["failures"]
     assert summary["stream_ok"] > 0 and summary["chat_ok"] > 0, summary
