@@ -9,7 +9,8 @@ the chunk budget.  Its time is
 - ``a``: reading the weights once (bytes per GPU / the GPU's memory bandwidth x
   ``read_weights``) - the decode step of one request;
 - ``r(ctx)``: reading one request's KV cache of ``ctx`` tokens (sliding-window layers at
-  most their window) at ``read_kv`` of the bandwidth;
+  most their window) at ``read_kv`` of the bandwidth, its entries counted at 16 bits; an
+  FP8 cache takes ``fp8_kv_read`` of that time, not the half its bytes would say;
 - ``c``: one prompt token's prefill, 2 x parameters / TP floating-point operations at
   ``prefill`` of the GPU's dense tensor throughput (FP8 where the weights and the GPU are).
 
@@ -43,7 +44,7 @@ GPUS = {
 # (bench/results/h200/, h200-tune/, h200-capacity/; docs/capacity.md shows the arithmetic).
 CALIBRATION = {
     "measured_on": "NVIDIA H200, vLLM 0.25.1, Gemma-4-31B FP8-block: closed-loop runs of 2026-11-29/12-01, "
-                   "open-loop with realistic FP8 weights of 2026-12-04/06",
+                   "open-loop with realistic FP8 weights of 2026-12-04/06; an FP8 KV cache on an H100 (2026-12-07)",
     # one request's decode step 13.04 ms (76.7 tokens/s) for 32.2 GB of weights at 4.8 TB/s
     "read_weights": 0.515,
     # read_kv and prefill fitted together to the open-loop passing points of 1024/256 and
@@ -57,6 +58,12 @@ CALIBRATION = {
     # the p99 wait's share of its exponential tail: 1 - no smaller share fits both GPUs, and
     # one that fits the H200's 8192/256 tails puts its capacity above the measured failure
     "ttft_tail": 1.0,
+    # An FP8 KV cache's read time against the same cache in 16 bits.  Half the bytes would
+    # say 0.5; vLLM 0.25.1 serves it with FLASH_ATTN (FlashAttention 3 on the FP8 entries,
+    # the backend it chose for both caches) and an H100 held 4.5 requests/s at 1024/256 with
+    # it and failed at 5.0 on TPOT (run 23): 0.8 puts the capacity inside that bracket, 0.5
+    # at 5.86, above the failure.
+    "fp8_kv_read": 0.80,
 }
 
 
@@ -64,9 +71,10 @@ class NoModel(ValueError):
     """The GPU or the plan has no figures the model can use; says which."""
 
 
-def step_costs(plan: dict, gpu: str, kv_read_bytes, workload: dict) -> dict:
+def step_costs(plan: dict, gpu: str, kv_read_bytes, workload: dict, fp8_kv: bool = False) -> dict:
     """``a``, ``r(ctx)`` and ``c`` in seconds for one instance of ``plan`` on ``gpu``.
-    ``kv_read_bytes(ctx)``: bytes of KV one request of ``ctx`` tokens has per GPU."""
+    ``kv_read_bytes(ctx)``: bytes of KV one request of ``ctx`` tokens has per GPU, its
+    entries counted at 16 bits; ``fp8_kv``: the cache holds them in FP8."""
     spec = GPUS.get(gpu)
     if spec is None:
         raise NoModel("no capacity model for %s: its memory bandwidth and tensor throughput are not in "
@@ -76,7 +84,8 @@ def step_costs(plan: dict, gpu: str, kv_read_bytes, workload: dict) -> dict:
     tp = plan["tensor_parallel_size"]
     ctx = workload["input_len"] + workload["output_len"] / 2
     return {"a": plan["weight_bytes_per_gpu"] / (spec["bandwidth"] * CALIBRATION["read_weights"]),
-            "r": kv_read_bytes(ctx) / (spec["bandwidth"] * CALIBRATION["read_kv"]),
+            "r": kv_read_bytes(ctx) * (CALIBRATION["fp8_kv_read"] if fp8_kv else 1)
+            / (spec["bandwidth"] * CALIBRATION["read_kv"]),
             "c": 2 * plan["parameters"] / tp / (flops * CALIBRATION["prefill"]),
             "operands": "fp8" if fp8 else "bf16"}
 

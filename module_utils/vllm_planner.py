@@ -703,7 +703,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
     if slo:
         tuned_state.update(zip(("candidates", "pruned"), _candidates(result, given, shape, gpus)))
         if engine == "cuda" and gpus and pp == 1:
-            result["capacity"] = _capacity(result, shape, groups, group_size, available, batched, kv_bytes,
+            result["capacity"] = _capacity(result, shape, groups, group_size, available, batched, kv_cache_dtype,
                                            slo, workload, gpus[0]["name"], fleet_request_rate)
             if tensor_parallel_size == "auto" and len(gpus) > 1:
                 return _layout_by_capacity(result, given, len(gpus))
@@ -711,7 +711,7 @@ def plan(model_config: dict, gpus: list, *, max_model_len="auto", tensor_paralle
 
 
 def _capacity(result: dict, shape: Shape, groups, group_size: int, available: int, batched: int,
-              kv_bytes: int, slo: dict, workload: dict, gpu: str, fleet_rate: float) -> dict:
+              kv_cache_dtype: str, slo: dict, workload: dict, gpu: str, fleet_rate: float) -> dict:
     """What the plan expects an instance and the host to hold at the SLO, and the fleet's
     need of hosts like this one; or why there is no figure."""
     tp = result["tensor_parallel_size"]
@@ -719,11 +719,14 @@ def _capacity(result: dict, shape: Shape, groups, group_size: int, available: in
     # in flight take, on average, their prompt and half their output (docs/capacity.md).
     footprint = workload["input_len"] + workload["output_len"] // 2
 
+    # the read time counts 16-bit entries; the model knows what an FP8 cache's read costs
+    sixteen = kv_dtype_bytes("auto", shape.dtype)
+
     def kv_read_bytes(ctx: float) -> float:
-        return sum(layer_kv_bytes(layer, tp, kv_bytes) * min(ctx, layer.window or ctx)
+        return sum(layer_kv_bytes(layer, tp, sixteen) * min(ctx, layer.window or ctx)
                    for layer in shape.layers if not layer.shared)
     try:
-        costs = capacity_model.step_costs(result, gpu, kv_read_bytes, workload)
+        costs = capacity_model.step_costs(result, gpu, kv_read_bytes, workload, kv_cache_dtype.startswith("fp8"))
     except capacity_model.NoModel as exc:
         return {"why": str(exc)}
     # While it decodes (most of its time in flight), a request computes one token a step and
