@@ -13,6 +13,8 @@ from ansible.module_utils.vllm_planner import (
 
 MODELS = Path(__file__).resolve().parents[2] / "roles" / "preflight" / "files" / "models"
 H200 = {"name": "NVIDIA H200", "memory_total_bytes": 150754820096, "compute_capability": "9.0"}
+# 81,559 MiB, as the lent H100 80GB HBM3's nvidia-smi reported it
+H100 = {"name": "NVIDIA H100 80GB HBM3", "memory_total_bytes": 85520809984, "compute_capability": "9.0"}
 A100 = {"name": "NVIDIA A100 80GB PCIe", "memory_total_bytes": 85899345920, "compute_capability": "8.0"}
 L40S = {"name": "NVIDIA L40S", "memory_total_bytes": 48305799168, "compute_capability": "8.9"}
 RTX4090 = {"name": "NVIDIA GeForce RTX 4090", "memory_total_bytes": 25757220864, "compute_capability": "8.9"}
@@ -252,6 +254,15 @@ def test_the_fp8_kv_cost_is_only_claimed_where_it_was_measured():
                 shutdown_timeout=0)
     text = " ".join(fp8["warnings"])
     assert "its throughput cost on NVIDIA L40S is not measured" in text and "5-14" not in text
+
+
+def test_an_fp8_kv_cache_on_an_h100_says_what_it_held_there():
+    fp8 = plan(model("gemma-4-31B-it-FP8-block"), [H100], max_model_len=32768, kv_cache_dtype="fp8",
+               engine_version="0.25.1", shutdown_timeout=0)
+    [warning] = [w for w in fp8["warnings"] if w.startswith("kv_cache_dtype=fp8")]
+    assert warning.endswith("; on this GPU (NVIDIA H100 80GB HBM3, vLLM 0.25.1) at 1024 in / 256 out it held "
+                            "4.5 requests/s within a 2 s p99 TTFT and 50 ms mean TPOT where auto failed 3.9: "
+                            "the larger cache pays where auto's cache is what fills"), warning
 
 
 def test_a_plan_says_which_vllm_its_factors_were_measured_on():
