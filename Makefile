@@ -10,7 +10,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 RELEASES ?= bookworm bullseye trixie
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: setup docker images demo demo-image demo-down test lint unit unit-suite unit-alone unit-hosts molecule test-rotation test-three-hosts clean
+.PHONY: docker images demo demo-image demo-down test lint unit unit-suite unit-alone unit-hosts molecule test-rotation test-three-hosts clean
 
 # Control node: a venv with the pinned toolchain (pyproject.toml).
 $(VENV)/.installed: pyproject.toml
@@ -19,8 +19,6 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q .
 	rm -rf build *.egg-info
 	touch $@
-
-setup: $(VENV)/.installed images
 
 docker:
 	$(PYTHON) tools/fleet.py daemon
@@ -47,7 +45,7 @@ demo-down:
 # job's output whole when it ends); the tests that boot bookworm hosts (HOST_TESTS) as soon
 # as that image is built.  On a fresh machine the images (Docker installed, three
 # debootstraps) had taken about five minutes before anything else started; side by side
-# the whole phase took 448 s, images included (2 cores).  Then the scenarios, which need
+# the whole phase took 414 s, images included (2 cores).  Then the scenarios, which need
 # both cores.
 HOST_TESTS := tests/integration/test_fleet_ssh.py tests/integration/test_serving_group.py
 

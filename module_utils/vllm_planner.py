@@ -719,11 +719,12 @@ def _capacity(result: dict, shape: Shape, groups, group_size: int, available: in
     # in flight take, on average, their prompt and half their output (docs/capacity.md).
     footprint = workload["input_len"] + workload["output_len"] // 2
 
-    # the read time counts 16-bit entries; the model knows what an FP8 cache's read costs
-    sixteen = kv_dtype_bytes("auto", shape.dtype)
+    # the read time counts vLLM's auto cache entries (the model's 16-bit dtype); the capacity
+    # model knows what an FP8 cache's read costs against them
+    auto_bytes = kv_dtype_bytes("auto", shape.dtype)
 
     def kv_read_bytes(ctx: float) -> float:
-        return sum(layer_kv_bytes(layer, tp, sixteen) * min(ctx, layer.window or ctx)
+        return sum(layer_kv_bytes(layer, tp, auto_bytes) * min(ctx, layer.window or ctx)
                    for layer in shape.layers if not layer.shared)
     try:
         costs = capacity_model.step_costs(result, gpu, kv_read_bytes, workload, kv_cache_dtype.startswith("fp8"))
@@ -846,13 +847,13 @@ def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict, gpus: list) -> 
             "%d (%.2f)" % (kv_cache_dtype, fp8["kv_cache_tokens"], fp8["max_concurrency"],
                            auto["kv_cache_tokens"], auto["max_concurrency"]))
     measured = CALIBRATION["cuda"]
-    if {g["name"] for g in gpus} == {measured["hardware"]}:
+    names = sorted({g["name"] for g in gpus})
+    if names == [measured["hardware"]]:
         low, high = sorted(-x for x in measured["fp8_kv_throughput_change"])
         return text + ("; on this GPU (%s, vLLM %s) it served %d-%d %% fewer tokens/s than auto at "
                        "1-128 concurrent requests: choose it only when auto's concurrency is too low "
                        "for the traffic" % (measured["hardware"], measured["vllm"], round(low * 100),
                                             round(high * 100)))
-    names = sorted({g["name"] for g in gpus})
     held = measured["fp8_kv_open_loop"].get(names[0]) if len(names) == 1 else None
     if held:
         return text + ("; on this GPU (%s, vLLM %s) at 1024 in / 256 out it held %s requests/s within a "

@@ -88,10 +88,10 @@ def test_an_h100s_kv_bound_admits_what_its_engine_held():
     """Run 14 on an H100 (vLLM's 0.9 memory share, 32,768 context, 1024/256): 35.4 requests in
     flight at 3.9 requests/s within the SLO, at most 42 running once its cache was full (4.0
     failed; run 24, another start with the same settings, failed 3.9 on p99 TTFT 2.20 s with 41-42
-    running and its cache 98-99 % full).  The bound counts each request in flight at its prompt and half its output, its
-    sliding-window layers at their window (a request at its whole length in every layer would make
-    it 32.9, at its prompt and half its output in every layer 36.5: both below what the engine
-    held)."""
+    running and its cache 98-99 % full).  The bound counts each request in flight at its prompt
+    and half its output, its sliding-window layers at their window (a request at its whole length
+    in every layer would make it 32.9, at its prompt and half its output in every layer 36.5: both
+    below what the engine held)."""
     planned = plan(model("gemma-4-31B-it-FP8-block"), gpus("hgx-8xh100-nvswitch.json", 1), max_model_len=32768,
                    engine_version="0.25.1", slo=SLO, workload=SHORT, gpu_memory_utilization=0.9)["capacity"]
     assert 35.4 <= planned["kv_requests"] < 42
