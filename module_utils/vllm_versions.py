@@ -113,10 +113,11 @@ CALIBRATION = {
         # Output tokens/s of an FP8 KV cache against auto, at 1-128 concurrent requests
         # (bench/results/h200/README.md, second sweep): 5-14 % fewer.
         "fp8_kv_throughput_change": [-0.14, -0.05],
-        # Open loop, 1024 in / 256 out, SLO p99 TTFT 2 s / mean TPOT 50 ms, one machine
-        # (bench/results/h200-capacity/, runs 23-24): requests/s an FP8 cache held, and
-        # the rate auto's cache failed at.
-        "fp8_kv_open_loop": {"NVIDIA H100 80GB HBM3": {"fp8_held": 4.5, "auto_failed": 3.9}},
+        # Open loop, 1024 in / 256 out, SLO p99 TTFT 2 s / mean TPOT 50 ms
+        # (bench/results/h200-capacity/, runs 23-25): requests/s an FP8 cache held in
+        # two starts, the lowest it failed at, and the rate auto's cache failed at.
+        "fp8_kv_open_loop": {"NVIDIA H100 80GB HBM3": {"fp8_held": 4.5, "fp8_failed": 4.625,
+                                                       "auto_failed": 3.9}},
     },
     "cpu": {
         "vllm": "0.32.0", "hardware": "cpu",
