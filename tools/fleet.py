@@ -223,7 +223,9 @@ def up(fleet: str, hosts: list[tuple[str, str]]) -> None:
         log(f"{name} started ({release})")
     for host, _release in hosts:
         wait_booted(container_name(fleet, host))
-    write_ssh(fleet, [host for host, _release in hosts])
+    # the config lists every host of the fleet, not only these: a host added later (up with
+    # one more) must not take the others out of it
+    write_ssh(fleet, fleet_hosts(fleet))
 
 
 def wait_booted(name: str, timeout: float = 90.0) -> None:
@@ -322,6 +324,13 @@ def fleet_containers(fleet: str) -> list[str]:
                capture=True).stdout.split()
 
 
+def fleet_hosts(fleet: str) -> list[str]:
+    """The host names (container names without the fleet's prefix) of the fleet's running containers."""
+    names = run("docker", "ps", "--filter", f"label=org.vllm-fleet.fleet={fleet}", "--format", "{{.Names}}",
+                capture=True).stdout.split()
+    return sorted(name[len(fleet) + 1:] for name in names)
+
+
 def restart(fleet: str) -> None:
     """Reboot every host of a fleet (a container restart) and wait for systemd."""
     ids = fleet_containers(fleet)
@@ -331,8 +340,7 @@ def restart(fleet: str) -> None:
     for cid in ids:
         wait_booted(cid)
     # a restarted container may come back on another address
-    names = run("docker", "inspect", "--format", "{{.Name}}", *ids, capture=True).stdout.split()
-    write_ssh(fleet, sorted(n.lstrip("/")[len(fleet) + 1:] for n in names), setup=False)
+    write_ssh(fleet, fleet_hosts(fleet), setup=False)
     log(f"restarted {len(ids)} container(s) of fleet {fleet!r}")
 
 

@@ -60,3 +60,19 @@ def test_a_host_key_that_does_not_match_is_refused(host):
         known.write_text(real)
     assert done.returncode != 0
     assert "Host key verification failed" in done.stdout + done.stderr
+
+
+def test_a_host_added_later_leaves_the_others_in_the_fleets_ssh_config(host):
+    """`up` with one more host (a scenario adding node3) rewrites the fleet's ssh_config and
+    known_hosts: the hosts booted before stay in them, and both answer."""
+    fleet.up(FLEET, [("h2", "bookworm")])
+    try:
+        config = (fleet.SSH_DIR / ("%s.config" % FLEET)).read_text()
+        known = (fleet.SSH_DIR / ("%s.known_hosts" % FLEET)).read_text()
+        names = [fleet.container_name(FLEET, h) for h in ("h1", "h2")]
+        assert [("Host %s\n" % n) in config for n in names] == [True, True], config
+        assert sorted(line.split()[0] for line in known.splitlines()) == names, known
+        done = ansible(host, "-m", "ansible.builtin.ping")
+        assert done.returncode == 0, done.stdout[-2000:]
+    finally:
+        subprocess.run(["docker", "rm", "-f", fleet.container_name(FLEET, "h2")], capture_output=True, check=False)
