@@ -26,8 +26,8 @@ def host(tmp_path_factory):
     inventory = tmp_path_factory.mktemp("ssh") / "hosts.yml"
     inventory.write_text(
         "all:\n  vars:\n    ansible_connection: ansible.builtin.ssh\n    ansible_user: root\n"
-        "    ansible_ssh_common_args: -F %s/%s.config\n  hosts:\n    h1: {ansible_host: %s}\n"
-        % (fleet.SSH_DIR, FLEET, fleet.container_name(FLEET, "h1")))
+        "    ansible_ssh_common_args: -F %s\n  hosts:\n    h1: {ansible_host: %s}\n"
+        % (fleet.ssh_paths(FLEET)[0], fleet.container_name(FLEET, "h1")))
     yield inventory
     fleet.down(FLEET)
 
@@ -48,7 +48,7 @@ def test_the_control_node_reaches_a_host_over_ssh_with_the_fleets_key(host):
 
 
 def test_a_host_key_that_does_not_match_is_refused(host):
-    known = fleet.SSH_DIR / ("%s.known_hosts" % FLEET)
+    _config, known = fleet.ssh_paths(FLEET)
     real = known.read_text()
     name, _kind, _key = real.split()
     other = fleet.SSH_DIR / "fleet_ed25519.pub"
@@ -67,12 +67,13 @@ def test_a_host_added_later_leaves_the_others_in_the_fleets_ssh_config(host):
     known_hosts: the hosts booted before stay in them, and both answer."""
     fleet.up(FLEET, [("h2", "bookworm")])
     try:
-        config = (fleet.SSH_DIR / ("%s.config" % FLEET)).read_text()
-        known = (fleet.SSH_DIR / ("%s.known_hosts" % FLEET)).read_text()
+        config, known = (path.read_text() for path in fleet.ssh_paths(FLEET))
         names = [fleet.container_name(FLEET, h) for h in ("h1", "h2")]
         assert [("Host %s\n" % n) in config for n in names] == [True, True], config
         assert sorted(line.split()[0] for line in known.splitlines()) == names, known
         done = ansible(host, "-m", "ansible.builtin.ping")
         assert done.returncode == 0, done.stdout[-2000:]
     finally:
+        # the fleet as the fixture made it: h1 alone, in its ssh files too
         subprocess.run(["docker", "rm", "-f", fleet.container_name(FLEET, "h2")], capture_output=True, check=False)
+        fleet.write_ssh(FLEET, fleet.fleet_hosts(FLEET), setup=False)

@@ -48,7 +48,7 @@ def node3(tmp_path_factory):
     extra = tmp_path_factory.mktemp("inventory") / "node3.yml"
     extra.write_text(yaml.safe_dump({"inference": {"hosts": {"node3": {
         "ansible_connection": "ssh", "ansible_host": fleet.container_name(FLEET, "node3"), "ansible_user": "root",
-        "ansible_ssh_common_args": "-F %s/%s.config" % (fleet.SSH_DIR, FLEET)}}}}))
+        "ansible_ssh_common_args": "-F %s" % fleet.ssh_paths(FLEET)[0]}}}}))
     yield str(extra)
     rc, output, took = playbook("retire.yml", "-i", str(extra), "--limit", "node3")
     print("retire.yml --limit node3: %.0fs, rc %d" % (took, rc))
