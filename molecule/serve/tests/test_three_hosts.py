@@ -30,7 +30,7 @@ import fleet  # noqa: E402
 from fleet_load import Load  # noqa: E402
 from serve_hosts import CA, address, playbook, site  # noqa: E402
 from test_publishing import engines_serving, prometheus_hosts, published, servers  # noqa: E402
-from test_upgrade import rollout_report, slowest_tasks  # noqa: E402
+from test_changes import rollout_report, slowest_tasks  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("VLLM_FLEET_THREE_HOSTS") != "1",
                                 reason="on request: make test-three-hosts")

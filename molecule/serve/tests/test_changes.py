@@ -3,11 +3,14 @@ through the gateway the whole time.  (a) A new revision of the model, published 
 fleet's mirror, reaches both hosts, a canary first, each out of the gateway's rotation while
 it changes; (b) a revision whose weights do not match its config.json (vLLM's parser accepts
 it, the engine cannot load it) fails on the canary, which is rolled back, and the rollout
-stops there.  Afterwards the mirror and the fleet are put back on the inventory's pinned
-revision, both hosts in one batch: the file leaves the fleet as it found it.  The good
-change and the putting back run the whole site.yml, as an operator rolls a change (the
-monitoring host's probe of the mirror follows the pinned revision, so it changes with
-them); the bad one runs it over the inference hosts alone (`--limit node1,node2`: each
+stops there.  Afterwards the mirror's branch goes back to the inventory's pinned revision,
+and, when any test follows in the session, the fleet too, both hosts in one batch: no file
+after this one finds the fleet changed.  When this file is the session's last (molecule.yml
+runs it last; molecule destroys the fleet next), the fleet is left on the good revision:
+putting it back is a full site.yml with two engine restarts (~200 s) that nothing would
+read.  The good change and the putting back run the whole site.yml, as an operator rolls a
+change (the monitoring host's probe of the mirror follows the pinned revision, so it changes
+with them); the bad one runs it over the inference hosts alone (`--limit node1,node2`: each
 host's own run publishes it to the gateway and to monitoring and its rollback restores
 that, so the mirror's plays add nothing but minutes on two shared cores).  (A raw restart
 under streams: test_fail_closed.py.)"""
@@ -66,12 +69,19 @@ def rollout_report(output: str) -> dict:
             if msg.startswith("changed (") and "out of the gateways' rotation" in msg}
 
 
+def tests_follow(request) -> bool:
+    """Whether the session runs a test of another file after this file's tests."""
+    items = request.session.items
+    last = max(index for index, item in enumerate(items) if item.path == request.path)
+    return any(item.path != request.path for item in items[last + 1:])
+
+
 @pytest.fixture(scope="module")
-def revisions(host, tmp_path_factory):
+def revisions(host, request, tmp_path_factory):
     """Two more revisions of the tiny model on the mirror: a good one (other generation
     defaults) and a bad one (config.json's MLP is twice the size its weights have).  After
     the file's tests the mirror's branch goes back to the pinned revision (whose files the
-    inventory publishes) and site.yml puts the fleet back on it."""
+    inventory publishes) and, when a test follows, site.yml puts the fleet back on it."""
     good, bad = tmp_path_factory.mktemp("good"), tmp_path_factory.mktemp("bad")
     for folder in (good, bad):
         shutil.copytree(FIXTURE, folder, dirs_exist_ok=True)
@@ -88,6 +98,9 @@ def revisions(host, tmp_path_factory):
     assert shas[2] == FIRST, shas
     yield {"good": shas[1], "bad": shas[0]}
     host.check_output("git -c safe.directory=* -C %s reset --quiet --hard %s" % (MIRROR_REPO, FIRST))
+    if not tests_follow(request):
+        print("left on the good revision: no test follows (serving %s)" % json.dumps(served(host)))
+        return
     # Both hosts in one batch: no client uses the fleet between tests, so none needs an
     # instance in rotation while it is put back (one batch's restarts side by side, not two).
     rc, output, took = site("-e", json.dumps({"vllm_fleet_rollout_serial": ["100%"], "vllm_fleet_min_serving": 0}))
