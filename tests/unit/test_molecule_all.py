@@ -19,11 +19,11 @@ def test_serve_starts_first_the_operator_beside_it_the_rest_keep_their_order_and
 
 
 def fake_molecule(tmp_path: Path) -> Path:
-    """A `molecule test -s NAME` that prints two lines a second apart, sleeps for ever
-    when NAME is `hangs` and, when NAME is `fails`, prints Ansible's failure of a task it
+    """A `molecule test -s NAME` that prints two lines a second apart (four when NAME is
+    `long`), sleeps for ever when NAME is `hangs` and, when NAME is `fails`, prints Ansible's failure of a task it
     ignored, then of one that stops it, and fails."""
     script = tmp_path / "molecule"
-    script.write_text("#!/bin/sh\necho \"$3 begins\"\nsleep 1\necho \"$3 ends\"\n"
+    script.write_text("#!/bin/sh\necho \"$3 begins\"\nsleep 1\n[ \"$3\" = long ] && sleep 3\necho \"$3 ends\"\n"
                       "[ \"$3\" = hangs ] && exec sleep 600\n"
                       "[ \"$3\" = fails ] && printf '%s\\n' 'fatal: [a]: FAILED! => ignored' '...ignoring' "
                       "'fatal: [b]: FAILED! => {\"msg\": \"why\"}' && exit 3\nexit 0\n")
@@ -62,6 +62,16 @@ def test_os_tuning_runs_when_every_other_scenario_has_ended(tmp_path):
     lines = run.stdout.splitlines()
     begins = lines.index("[os_tuning] os_tuning begins")
     assert begins > max(lines.index("[serve] serve ends"), lines.index("[passes] passes ends")), lines
+    assert run.returncode == 0, run.stdout
+
+
+def test_the_worker_that_ends_serve_takes_the_next_scenario(tmp_path):
+    """serve ends while the other worker still runs `long`: `passes`, next in the order,
+    starts on serve's worker then, not after `long`."""
+    run, _took = run_tool(tmp_path, "--jobs", "2", "serve", "long", "passes")
+    lines = run.stdout.splitlines()
+    assert lines.index("[serve] serve ends") < lines.index("[passes] passes begins") < lines.index(
+        "[long] long ends"), lines
     assert run.returncode == 0, run.stdout
 
 
