@@ -1,21 +1,28 @@
 """Shared by every scenario's testinfra tests: on a failure, print the host's journal;
-``--files-reversed`` runs the files in reverse order, each file's tests in their own
-(molecule.yml's verifier options turn it on: no file passes because one before it left
-something behind)."""
+``--files-reversed`` runs the shared checks first, then the scenario's files in reverse order,
+each file's tests in their own (molecule.yml's verifier options turn it on: no file passes
+because one before it left something behind)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+SHARED = Path(__file__).resolve().parent / "resources" / "tests"
 
 
 def pytest_addoption(parser):
     parser.addoption("--files-reversed", action="store_true",
-                     help="run the test files in reverse order, each file's tests in the order written")
+                     help="run the shared checks first, then the test files in reverse order, each file's tests "
+                          "in the order written")
 
 
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--files-reversed"):
+        # The checks every scenario shares (molecule/resources/tests: check mode on the
+        # converged hosts) first, on the fleet as converge left it, then the scenario's files.
         files = list(dict.fromkeys(item.path for item in items))
-        items.sort(key=lambda item: -files.index(item.path))
+        items.sort(key=lambda item: (SHARED not in item.path.resolve().parents, -files.index(item.path)))
 
 
 @pytest.hookimpl(hookwrapper=True)

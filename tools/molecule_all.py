@@ -6,7 +6,8 @@ takes most of the time and the others mostly wait on apt and Ansible, so by defa
 workers take the scenarios, `serve` first, each the next one waiting as it ends one
 (--jobs 1: every scenario one after another).  A scenario that sets kernel state no container has its own of
 (`os_tuning`: vm.* sysctls, transparent huge pages) runs last, alone, so that it cannot
-change what another scenario's idempotence or verify reads.
+change what another scenario's idempotence or verify reads (`make test` runs it in a call
+of its own instead, beside lint and the unit tests, before the other scenarios).
 
 `operator` is no molecule scenario: it is the demo fleet and what an operator runs on it
 with the repository's own ansible.cfg over SSH (tests/operator).  It runs first beside

@@ -69,7 +69,7 @@ def rollout_report(output: str) -> dict:
             if msg.startswith("changed (") and "out of the gateways' rotation" in msg}
 
 
-def tests_follow(request) -> bool:
+def others_follow(request) -> bool:
     """Whether the session runs a test of another file after this file's tests."""
     items = request.session.items
     last = max(index for index, item in enumerate(items) if item.path == request.path)
@@ -98,7 +98,7 @@ def revisions(host, request, tmp_path_factory):
     assert shas[2] == FIRST, shas
     yield {"good": shas[1], "bad": shas[0]}
     host.check_output("git -c safe.directory=* -C %s reset --quiet --hard %s" % (MIRROR_REPO, FIRST))
-    if not tests_follow(request):
+    if not others_follow(request):
         print("left on the good revision: no test follows (serving %s)" % json.dumps(served(host)))
         return
     # Both hosts in one batch: no client uses the fleet between tests, so none needs an
