@@ -19,7 +19,7 @@ def test_serve_starts_first_the_operator_beside_it_the_rest_keep_their_order_and
 
 
 def fake_molecule(tmp_path: Path) -> Path:
-    """A `molecule test -s NAME` that prints two lines a second apart (four when NAME is
+    """A `molecule test -s NAME` that prints two lines a second apart (four seconds when NAME is
     `long`), sleeps for ever when NAME is `hangs` and, when NAME is `fails`, prints Ansible's failure of a task it
     ignored, then of one that stops it, and fails."""
     script = tmp_path / "molecule"

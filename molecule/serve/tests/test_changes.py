@@ -7,7 +7,7 @@ stops there.  Afterwards the mirror's branch goes back to the inventory's pinned
 and, when any test follows in the session, the fleet too, both hosts in one batch: no file
 after this one finds the fleet changed.  When this file is the session's last (molecule.yml
 runs it last; molecule destroys the fleet next), the fleet is left on the good revision:
-putting it back is a full site.yml with two engine restarts (~200 s) that nothing would
+putting it back is a full site.yml with two engine restarts (~190 s) that nothing would
 read.  The good change and the putting back run the whole site.yml, as an operator rolls a
 change (the monitoring host's probe of the mirror follows the pinned revision, so it changes
 with them); the bad one runs it over the inference hosts alone (`--limit node1,node2`: each
