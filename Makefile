@@ -53,11 +53,9 @@ HOST_TESTS := tests/integration/test_fleet_ssh.py tests/integration/test_serving
 # vm.* sysctls, transparent huge pages) run in the first phase, beside lint and the unit
 # tests, which read none of it, and before the other scenarios, which do: alone after them
 # they added their whole time to the run (89 s in CI).
-ALONE_SCENARIOS := os_tuning
-
 test:
 	$(MAKE) --no-print-directory -j5 --output-sync=target lint unit images molecule-alone
-	$(MAKE) --no-print-directory molecule SCENARIOS="$(filter-out $(ALONE_SCENARIOS),$(SCENARIOS))"
+	$(MAKE) --no-print-directory molecule MOLECULE_PART=shared
 
 lint: $(VENV)/.installed
 	$(BIN)/yamllint --strict .
@@ -81,12 +79,14 @@ unit-alone: $(VENV)/.installed
 
 # serve (a whole fleet and its rollouts) beside the operator's path (tests/operator: the
 # demo, then site.yml, fleet_status and diagnose on it) and then the other scenarios, one
-# after another; then, alone, os_tuning; MOLECULE_JOBS=1 runs every one after another.
+# after another; then, alone, os_tuning (MOLECULE_PART=shared leaves it out, `molecule-alone`
+# runs it alone); MOLECULE_JOBS=1 runs every one after another.
+MOLECULE_PART ?= all
 molecule: $(VENV)/.installed
-	$(BIN)/python tools/molecule_all.py $(SCENARIOS) operator
+	$(BIN)/python tools/molecule_all.py --part $(MOLECULE_PART) $(SCENARIOS) operator
 
 molecule-alone: $(VENV)/.installed images
-	$(BIN)/python tools/molecule_all.py $(ALONE_SCENARIOS)
+	$(BIN)/python tools/molecule_all.py --part alone $(SCENARIOS)
 
 # On request, not in `make test` (ten minutes of rolling restarts): the engines' key rotated
 # on the demo fleet under a load through the gateway (docs/day2.md).

@@ -6,8 +6,9 @@ takes most of the time and the others mostly wait on apt and Ansible, so by defa
 workers take the scenarios, `serve` first, each the next one waiting as it ends one
 (--jobs 1: every scenario one after another).  A scenario that sets kernel state no container has its own of
 (`os_tuning`: vm.* sysctls, transparent huge pages) runs last, alone, so that it cannot
-change what another scenario's idempotence or verify reads (`make test` runs it in a call
-of its own instead, beside lint and the unit tests, before the other scenarios).
+change what another scenario's idempotence or verify reads.  `--part alone` runs only
+those, `--part shared` all but those: `make test` runs `--part alone` beside lint and the
+unit tests, which read no kernel state, and `--part shared` after them.
 
 `operator` is no molecule scenario: it is the demo fleet and what an operator runs on it
 with the repository's own ansible.cfg over SSH (tests/operator).  It runs first beside
@@ -22,7 +23,7 @@ Ansible `fatal:`, a pytest `E ` or `FAILED` line), so that the last screen of a 
 (what CI keeps) shows the cause, not just the name.  MOLECULE names another molecule command
 (the unit tests give a stand-in).
 
-    molecule_all.py [--jobs 1|2] [--limit SECONDS] SCENARIO ...
+    molecule_all.py [--jobs 1|2] [--limit SECONDS] [--part all|shared|alone] SCENARIO ...
 """
 from __future__ import annotations
 
@@ -122,10 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=float(os.environ.get("MOLECULE_SCENARIO_LIMIT", "4500")),
                         help="seconds a scenario may take before it is stopped (default 4500; CI's own limit "
                              "for the whole run is 5,400)")
+    parser.add_argument("--part", choices=("all", "shared", "alone"), default="all",
+                        help="all: the scenarios side by side, then those that run alone; shared: the first "
+                             "only; alone: the second only")
     parser.add_argument("scenarios", nargs="+")
     args = parser.parse_args(argv)
     molecule = os.environ.get("MOLECULE") or os.path.join(os.path.dirname(sys.executable), "molecule")
     order, alone = plan(args.scenarios)
+    order, alone = (order if args.part != "alone" else []), (alone if args.part != "shared" else [])
     # Two workers take the scenarios in that order, each the next one as it ends the last:
     # serve beside the operator's path, then beside the rest; when serve ends before them,
     # its worker takes the ones left (a worker held on serve alone stood idle for the last

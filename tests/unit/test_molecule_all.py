@@ -65,6 +65,17 @@ def test_os_tuning_runs_when_every_other_scenario_has_ended(tmp_path):
     assert run.returncode == 0, run.stdout
 
 
+def test_make_test_runs_each_scenario_in_one_of_its_two_parts(tmp_path):
+    """`make test` runs `--part alone` in its first phase and `--part shared` in its second,
+    both over every scenario: os_tuning only in the first, each other one only in the second."""
+    alone, _took = run_tool(tmp_path, "--part", "alone", "os_tuning", "serve", "passes")
+    shared, _took = run_tool(tmp_path, "--part", "shared", "os_tuning", "serve", "passes")
+    began = [sorted(line.split()[1] for line in run.stdout.splitlines() if line.endswith(" begins"))
+             for run in (alone, shared)]
+    assert began == [["os_tuning"], ["passes", "serve"]], (alone.stdout, shared.stdout)
+    assert (alone.returncode, shared.returncode) == (0, 0)
+
+
 def test_the_worker_that_ends_serve_takes_the_next_scenario(tmp_path):
     """serve ends while the other worker still runs `long`: `passes`, next in the order,
     starts on serve's worker then, not after `long`."""
