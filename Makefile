@@ -10,7 +10,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 RELEASES ?= bookworm bullseye trixie
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: docker images demo demo-image demo-down test lint unit unit-suite unit-alone unit-hosts molecule molecule-alone test-rotation test-three-hosts clean
+.PHONY: docker images demo demo-image demo-down test lint unit integration unit-alone unit-hosts molecule molecule-alone test-rotation test-three-hosts clean
 
 # Control node: a venv with the pinned toolchain (pyproject.toml).
 $(VENV)/.installed: pyproject.toml
@@ -40,8 +40,8 @@ demo-image: image-bookworm
 demo-down:
 	$(PYTHON) tools/fleet.py down demo
 
-# Lint, the unit/integration suite (two pytest workers, each file's tests in one of them),
-# each unit file alone and the host images side by side (-j5; --output-sync prints each
+# Lint, the integration suite (two pytest workers, each file's tests in one of them), each
+# unit file alone and the host images side by side (-j5; --output-sync prints each
 # job's output whole when it ends); the tests that boot bookworm hosts (HOST_TESTS) as soon
 # as that image is built.  On a fresh machine the images (Docker installed, three
 # debootstraps) had taken about five minutes before anything else started; side by side
@@ -61,10 +61,12 @@ lint: $(VENV)/.installed
 	$(BIN)/yamllint --strict .
 	$(BIN)/ansible-lint --profile production
 
-unit: unit-suite unit-alone unit-hosts
+unit: integration unit-alone unit-hosts
 
-unit-suite: $(VENV)/.installed
-	$(BIN)/pytest -n 2 --dist loadfile $(addprefix --ignore=,$(HOST_TESTS)) tests/unit tests/integration
+# The unit tests run once, each file alone (unit-alone): in this suite as well they ran twice
+# in the first phase of `make test` (about 55 s of its CPU), to no more effect.
+integration: $(VENV)/.installed
+	$(BIN)/pytest -n 2 --dist loadfile $(addprefix --ignore=,$(HOST_TESTS)) tests/integration
 
 unit-hosts: $(VENV)/.installed image-bookworm
 	$(BIN)/pytest $(HOST_TESTS)
@@ -72,10 +74,11 @@ unit-hosts: $(VENV)/.installed image-bookworm
 # Each unit test file alone, its tests in reverse order: no test passes because another
 # file or an earlier test left something behind.
 unit-alone: $(VENV)/.installed
-	@for f in tests/unit/test_*.py; do log=$$(mktemp); \
-	  if $(BIN)/pytest -q -p no:cacheprovider --reverse $$f >$$log 2>&1; then rm -f $$log; \
+	@n=0; for f in tests/unit/test_*.py; do log=$$(mktemp); \
+	  if $(BIN)/pytest -q -p no:cacheprovider --reverse $$f >$$log 2>&1; then \
+	    n=$$((n + $$(grep -oE '[0-9]+ passed' $$log | tail -1 | cut -d' ' -f1))); rm -f $$log; \
 	  else cat $$log; rm -f $$log; echo "unit: $$f fails alone or in reverse order"; exit 1; fi; \
-	done; echo "unit: each of $$(ls tests/unit/test_*.py | wc -l) unit test files passes alone, in reverse order"
+	done; echo "unit: each of $$(ls tests/unit/test_*.py | wc -l) unit test files passes alone, in reverse order ($$n tests)"
 
 # serve (a whole fleet and its rollouts) beside the operator's path (tests/operator: the
 # demo, then site.yml, fleet_status and diagnose on it) and then the other scenarios, one
