@@ -857,10 +857,10 @@ def _fp8_kv_tradeoff(kv_cache_dtype: str, fp8: dict, auto: dict, gpus: list) -> 
     held = measured["fp8_kv_open_loop"].get(names[0]) if len(names) == 1 else None
     if held:
         return text + ("; on this GPU (%s, vLLM %s) at 1024 in / 256 out it held %s requests/s within a "
-                       "2 s p99 TTFT and 50 ms mean TPOT (failed %s) in two starts, where auto held %s in one start "
-                       "and failed %s in another: the larger cache pays where auto's cache is what fills"
-                       % (names[0], measured["vllm"], held["fp8_held"], held["fp8_failed"], held["auto_held"],
-                          held["auto_failed"]))
+                       "2 s p99 TTFT and 50 ms mean TPOT (failed %s) in two starts, where auto failed %s in two "
+                       "starts (%.2fx) and held %s in another: the larger cache pays where auto's cache is what fills"
+                       % (names[0], measured["vllm"], held["fp8_held"], held["fp8_failed"], held["auto_failed_twice"],
+                          held["fp8_held"] / held["auto_failed_twice"], held["auto_held"]))
     return text + ("; its throughput cost on %s is not measured: benchmark both before choosing it"
                    % ", ".join(names))
 
