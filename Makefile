@@ -76,7 +76,7 @@ unit-hosts: $(VENV)/.installed image-bookworm
 unit-alone: $(VENV)/.installed
 	@n=0; for f in tests/unit/test_*.py; do log=$$(mktemp); \
 	  if $(BIN)/pytest -q -p no:cacheprovider --reverse $$f >$$log 2>&1; then \
-	    n=$$((n + $$(grep -oE '[0-9]+ passed' $$log | tail -1 | cut -d' ' -f1))); rm -f $$log; \
+	    passed=$$(grep -oE '[0-9]+ passed' $$log | tail -1 | cut -d' ' -f1); n=$$((n + passed)); rm -f $$log; \
 	  else cat $$log; rm -f $$log; echo "unit: $$f fails alone or in reverse order"; exit 1; fi; \
 	done; echo "unit: each of $$(ls tests/unit/test_*.py | wc -l) unit test files passes alone, in reverse order ($$n tests)"
 
